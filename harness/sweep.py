@@ -59,7 +59,7 @@ def execute(store: RunStore, cells: list[Cell], executor: Executor, progress: Pr
     """Runs what is missing; returns the run's latest records. Ctrl-C propagates after the
     running cell's processes are ended and run.json says the run was interrupted."""
     jobs = jobs_for(cells, store.finished())
-    progress.begin(len(jobs), store.root)
+    progress.begin(cells, len(jobs), store.root)
     store.update_meta(state="running", resumed=utc_now() if store.finished() else None)
     try:
         with sigterm_as_interrupt():
