@@ -58,7 +58,7 @@ def _resources(params: Params) -> Resources:
 
 
 def run(params: Any, probe: Probe) -> None:
-    from suites.mccfr.run import run_mccfr
+    from suites.mccfr.driver import run_mccfr
 
     run_mccfr(params, probe)
 

@@ -204,7 +204,7 @@ class ProcessesBackend:
             child.close()
             self.procs.append(proc)
             self.conns.append(parent)
-        for w, conn in enumerate(self.conns):
+        for w in range(len(self.conns)):
             message = self._recv(w)
             self.torch_in_workers += bool(message[1])
         self.workers_started = len(self.procs)
