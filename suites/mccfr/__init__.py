@@ -19,12 +19,8 @@ class Params(BaseModel):
     game: Literal["kuhn", "leduc", "leduc_variant"] = Field(
         "leduc", description="kuhn, leduc (OpenSpiel's leduc_poker) or leduc_variant (ranks/suits/raises)"
     )
-    backend: Literal["sequential", "threads", "processes"] = Field(
-        "sequential", description="where iterations run"
-    )
-    workers: int = Field(
-        1, ge=0, description="worker threads/processes (0 = one per core); sequential uses one"
-    )
+    backend: Literal["sequential", "threads", "processes"] = Field("sequential", description="where iterations run")
+    workers: int = Field(1, ge=0, description="worker threads/processes (0 = one per core); sequential uses one")
     batch_size: int = Field(
         100,
         ge=1,

@@ -123,9 +123,7 @@ class ThreadsBackend:
     def run_batch(self, shares: list[int], batch: int) -> BatchResult:
         assert self.pool is not None
         started = time.perf_counter()
-        futures = [
-            self.pool.submit(self.states[w].run, n, (self.seed, batch, w)) for w, n in enumerate(shares)
-        ]
+        futures = [self.pool.submit(self.states[w].run, n, (self.seed, batch, w)) for w, n in enumerate(shares)]
         replies = [f.result() for f in futures]
         sync_started = time.perf_counter()
         update = self.merger.merge(replies)

@@ -99,7 +99,7 @@ def run_mccfr(params: Any, probe: Probe) -> None:
                 probe.set("exploitability", exploitability_of(game, backend.avg))
                 while next_checkpoint <= done_total:
                     next_checkpoint += params.exploitability_every
-        probe.should_stop()  # closes the window in duration mode before the final evaluation
+        probe.stop()  # the window closes before the final evaluation, in both modes
         regret = np.array(backend.regret, copy=True)
         avg = np.array(backend.avg, copy=True)
     finally:
@@ -110,9 +110,7 @@ def run_mccfr(params: Any, probe: Probe) -> None:
     probe.set("exploitability", conv / 2.0)
     probe.set("exploitability_s", time.perf_counter() - started)
     probe.set("infosets", game.num_infosets)
-    probe.set(
-        "infosets_seen", int(np.count_nonzero(np.any(avg != 0.0, axis=1) | np.any(regret != 0.0, axis=1)))
-    )
+    probe.set("infosets_seen", int(np.count_nonzero(np.any(avg != 0.0, axis=1) | np.any(regret != 0.0, axis=1))))
     probe.set("workers_started", backend.workers_started)
     probe.set("start_method", backend.start_method)
     if syncs:

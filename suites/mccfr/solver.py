@@ -191,9 +191,7 @@ def _traverse(
 
 
 @njit(cache=True, nogil=True)
-def run_iterations(
-    iterations, nodes, children, cards, suits, rounds, regret, avg, touched, touched_list, stats, rng
-):
+def run_iterations(iterations, nodes, children, cards, suits, rounds, regret, avg, touched, touched_list, stats, rng):
     """`iterations` external-sampling iterations (one traversal per player each).
 
     Adds the nodes visited to stats[NODES]; every information set whose regret or average

@@ -93,9 +93,7 @@ class WorkerState:
             rows = None
         if rows is None:
             return Reply(iterations, int(self.stats[0]), count, compute_s, None, None, None)
-        return Reply(
-            iterations, int(self.stats[0]), count, compute_s, rows, self.regret[rows], self.avg[rows]
-        )
+        return Reply(iterations, int(self.stats[0]), count, compute_s, rows, self.regret[rows], self.avg[rows])
 
     def apply(self, update: Update | None) -> None:
         if update is None:

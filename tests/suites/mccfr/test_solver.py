@@ -11,9 +11,7 @@ from suites.mccfr.exploitability import exploitability, nash_conv, policy_value
 from suites.mccfr.games import flatten, kuhn, leduc
 
 
-def solve(
-    spec, iterations, backend="sequential", workers=1, sync="delta", seed=0, batch_size=100, snapshots=()
-):
+def solve(spec, iterations, backend="sequential", workers=1, sync="delta", seed=0, batch_size=100, snapshots=()):
     """Average strategy after `iterations`; with `snapshots`, also after each of those counts.
 
     Processes are forked explicitly: with torch loaded by other tests, `auto` would spawn.
