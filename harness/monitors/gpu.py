@@ -173,25 +173,25 @@ class ReplaySource:
 class CellMembership:
     """Which PIDs belong to the cell: the cell is its session's leader and its workers stay
     in that session (the suite contract), so a GPU PID is the cell's if it shares the
-    session or descends from the root. Answers are cached per (pid, create time), so a
-    reused PID is judged afresh and a sample costs a few syscalls, not a /proc walk."""
+    session or descends from the root. Each PID is judged once and the answer cached, so
+    a sample costs a dict lookup per listed process, not a /proc walk (a PID reused within
+    one cell's lifetime would need the kernel's PID space to wrap around)."""
 
     def __init__(self, root_pid: int) -> None:
         self.root = root_pid
-        self._cache: dict[int, tuple[float, psutil.Process | None]] = {}
+        self._cache: dict[int, psutil.Process | None] = {}
 
     def check(self, pid: int) -> psutil.Process | None:
+        if pid in self._cache:
+            return self._cache[pid]
         try:
             proc = psutil.Process(pid)
-            created = proc.create_time()
         except psutil.Error:
-            return None  # gone, or in another PID namespace (a container's host PIDs)
-        cached = self._cache.get(pid)
-        if cached is not None and cached[0] == created:
-            return cached[1]
-        ours = self._is_ours(proc)
-        self._cache[pid] = (created, proc if ours else None)
-        return proc if ours else None
+            proc = None  # gone, or in another PID namespace (a container's host PIDs)
+        if proc is not None and not self._is_ours(proc):
+            proc = None
+        self._cache[pid] = proc
+        return proc
 
     def _is_ours(self, proc: psutil.Process) -> bool:
         if proc.pid == self.root:
