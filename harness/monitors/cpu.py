@@ -42,8 +42,8 @@ class CpuMonitor:
     (CPU seconds of the whole tree), cpu_proc_cpu_s_max (the busiest process), rss_peak_mb
     (peak of the summed RSS), rss_proc_peak_mb (the largest single process), cpu_ctx_vol /
     cpu_ctx_invol (voluntary and involuntary context switches, summed), cpu_procs_peak
-    (most processes at once), cpu_procs_seen, cpu_procs (per process: pid, name, cpu_s,
-    rss_peak_mb, ctx_vol, ctx_invol, busiest first, at most PER_PROCESS_MAX), and the
+    (most processes at once), cpu_procs_seen, cpu_procs ({pid: {name, cpu_s, rss_peak_mb,
+    ctx_vol, ctx_invol}}, busiest first, at most PER_PROCESS_MAX), and the
     sampler's own cost: cpu_monitor_samples, cpu_monitor_cpu_s, cpu_monitor_cpu_pct (% of
     one core). Series: cpu_util (%) and rss_mb.
     """
@@ -135,9 +135,8 @@ class CpuMonitor:
         m["cpu_procs_peak"] = self._procs_peak
         m["cpu_procs_seen"] = len(seen)
         busiest = sorted(seen.items(), key=lambda item: -item[1].cpu_s)[: self.PER_PROCESS_MAX]
-        m["cpu_procs"] = [
-            {
-                "pid": pid,
+        m["cpu_procs"] = {
+            str(pid): {
                 "name": s.name,
                 "cpu_s": round(s.cpu_s, 3),
                 "rss_peak_mb": round(s.rss_peak_mb, 1),
@@ -145,7 +144,7 @@ class CpuMonitor:
                 "ctx_invol": s.ctx_invol,
             }
             for pid, s in busiest
-        ]
+        }
         m["cpu_monitor_samples"] = len(self._util)
         m["cpu_monitor_cpu_s"] = self._own_cpu_s
         ran = (self._stopped or time.monotonic()) - self._started

@@ -91,8 +91,68 @@ def test_cpu_monitor_reports_per_process_time_rss_switches_and_its_own_cost(cell
     time.sleep(0.4)
     m = monitor.stop().metrics
     assert m["cpu_procs_peak"] == 2 and m["cpu_procs_seen"] == 2
-    assert {p["pid"] for p in m["cpu_procs"]} == {root, child}
+    assert set(m["cpu_procs"]) == {str(root), str(child)}
     assert m["cpu_s"] >= m["cpu_proc_cpu_s_max"] > 0
     assert m["rss_peak_mb"] >= m["rss_proc_peak_mb"] > 1
     assert m["cpu_ctx_vol"] > 0 and m["cpu_ctx_invol"] >= 0
     assert m["cpu_monitor_samples"] >= 3 and 0 <= m["cpu_monitor_cpu_pct"] < 100
+
+
+def fake_pynvml(procs_error=None, init_error=None):
+    """A stand-in for the few pynvml calls PynvmlSource makes (no GPU here to call the real ones)."""
+    import types
+
+    class NVMLError(Exception):
+        pass
+
+    class NVMLError_NotSupported(NVMLError):  # noqa: N801 (pynvml's spelling)
+        pass
+
+    def init():
+        if init_error:
+            raise NVMLError(init_error)
+
+    def procs(handle):
+        if procs_error:
+            raise procs_error(NVMLError_NotSupported)
+        return [
+            types.SimpleNamespace(pid=4242, usedGpuMemory=512 * 2**20),
+            types.SimpleNamespace(pid=7, usedGpuMemory=None),
+        ]
+
+    return types.SimpleNamespace(
+        NVMLError=NVMLError,
+        NVMLError_NotSupported=NVMLError_NotSupported,
+        nvmlInit=init,
+        nvmlShutdown=lambda: None,
+        nvmlDeviceGetCount=lambda: 1,
+        nvmlDeviceGetHandleByIndex=lambda i: f"h{i}",
+        nvmlDeviceGetName=lambda h: b"Fake H100",
+        nvmlSystemGetDriverVersion=lambda: "550.54",
+        nvmlSystemGetNVMLVersion=lambda: b"12.550.54",
+        nvmlDeviceGetUtilizationRates=lambda h: types.SimpleNamespace(gpu=87, memory=30),
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(used=2 * 2**30, total=80 * 2**30, free=78 * 2**30),
+        nvmlDeviceGetComputeRunningProcesses=procs,
+    )
+
+
+def test_pynvml_source_translates_the_calls(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    source = PynvmlSource()
+    facts = source.open()
+    assert facts == {"gpu_driver": "550.54", "gpu_nvml_version": "12.550.54", "gpu_names": ["Fake H100"]}
+    (device,) = source.sample()
+    assert (device.util_pct, device.mem_used_mb, device.mem_total_mb) == (87.0, 2048.0, 81920.0)
+    assert device.processes == {4242: 512.0, 7: None}
+    source.close()
+
+
+def test_pynvml_source_without_a_process_list_or_a_driver(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(procs_error=lambda cls: cls("not supported")))
+    source = PynvmlSource()
+    source.open()
+    assert source.sample()[0].processes is None
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error="Driver Not Loaded"))
+    monitor = GpuMonitor(source=PynvmlSource())
+    monitor.start(os.getpid())
+    assert monitor.stop().metrics == {"gpu_reason": "NVML unavailable: Driver Not Loaded"}
