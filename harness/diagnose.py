@@ -7,8 +7,9 @@ numbers and one line naming the remedy. What each rule reads:
 
 - LOST_WORK (error): `work_requested`, `work_done` of cells that finished ok.
 - DRIFT (warning): `<rate>_drift_pct_per_min` and `<rate>_drift_se` (probe, from the 1 s
-  series); slope < -2 %/min and |slope| > 2 se. Duration-mode cells only: a fixed-work
-  run ends with its slowest workers finishing alone, a ramp-down by construction.
+  series); slope < -2 %/min and |slope| > 2 se in most repeats, over a measured window
+  (`measure_s`) of >= 10 s. Duration-mode cells only: a fixed-work run ends with its
+  slowest workers finishing alone, a ramp-down by construction.
 - GPU_IDLE (warning): param `device` starting with "cuda"; `gpu_util_mean`, `gpu_pids`,
   `gpu_other_pids`, `gpu_reason`, and the suite's optional `worker_devices` (a list of
   device strings, or a {pid: device} map).
@@ -45,6 +46,9 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 DRIFT_PCT_PER_MIN = -2.0  # a slope below this ...
 DRIFT_SIGMAS = 2.0  # ... and this many standard errors from zero
+# ... over a window long enough to fit: 1 s rate points, and a slope's standard error from
+# 3-4 points (1-2 degrees of freedom) calls noise significant far too often
+DRIFT_MIN_MEASURE_S = 10.0
 GPU_IDLE_UTIL_PCT = 5.0
 GPU_BUSY_UTIL_PCT = 90.0
 THRASH_PER_WORKER_RATIO = 0.5
@@ -205,7 +209,8 @@ def drift(ctx: Context) -> list[Finding]:
     out = []
     suffix = "_drift_pct_per_min"
     for cell in ctx.cells:
-        if cell.fixed_work:
+        measure_s = cell.median("measure_s")
+        if cell.fixed_work or (measure_s is not None and measure_s < DRIFT_MIN_MEASURE_S):
             continue
         drifting = {}
         for name in sorted(n for n in cell.metric_names() if n.endswith(suffix)):
@@ -241,7 +246,7 @@ def drift(ctx: Context) -> list[Finding]:
                 f"{worst} falls {_fmt(w['slope_pct_per_min'])} %/min{se} over the measured window: something "
                 "grows with time (state sent whole each batch, a growing buffer or table); send deltas or bound "
                 "what each message carries, and check the series CSV for where it starts",
-                {"rates": drifting, "measure_s": cell.median("measure_s")},
+                {"rates": drifting, "measure_s": measure_s},
             )
         )
     return out

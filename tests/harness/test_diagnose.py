@@ -63,8 +63,13 @@ def test_drift_fires_on_a_significant_decline():
     ids=["noise", "small", "rising", "fixed-work-ramp-down"],
 )
 def test_drift_quiet_on_noise_small_slopes_rises_and_fixed_work(slope, se, work):
-    m = {"iterations_per_s_drift_pct_per_min": slope, "iterations_per_s_drift_se": se}
+    m = {"iterations_per_s_drift_pct_per_min": slope, "iterations_per_s_drift_se": se, "measure_s": 60}
     assert "DRIFT" not in rules([rec("a", m, work=work)])
+
+
+def test_drift_quiet_on_windows_too_short_to_fit():
+    m = {"iterations_per_s_drift_pct_per_min": -30.0, "iterations_per_s_drift_se": 2.0, "measure_s": 4}
+    assert "DRIFT" not in rules([rec("a", m)])
 
 
 def test_drift_needs_most_repeats_to_agree():
@@ -260,3 +265,17 @@ def test_a_sweep_here_records_gpu_absence_and_prints_its_findings(cli, tmp_path)
             assert m["gpu_reason"] and not any(k.startswith("gpu_") and k != "gpu_reason" for k in m)
     if run_meta["cpu_cores"] < 4:
         assert "OVERSUBSCRIBED" in result.output
+
+
+def test_drift_fires_on_what_the_probe_measures_from_a_decaying_rate():
+    from harness.probe import Probe
+
+    clock = type("Clock", (), {"t": 0.0, "__call__": lambda self: self.t})()
+    probe = Probe(duration_s=30, clock=clock, series_period_s=1)
+    rate = 38.0
+    while not probe.should_stop():  # a growing state: 38 -> 28 iterations/s over half a minute
+        clock.t += 1
+        probe.count("iterations", rate)
+        rate -= 10 / 30
+    f = only([rec("a", probe.finish())], "DRIFT")
+    assert f.evidence["rates"]["iterations_per_s"]["slope_pct_per_min"] < -50
