@@ -305,7 +305,7 @@ class GpuMonitor:
         per_process_known = False
         mem_total = 0.0
         for _, reading in readings:
-            devices = [d for d in reading if d.index in focus]
+            devices = [d for d in reading if d.index in focus] or reading
             util.append(float(np.mean([d.util_pct for d in devices])))
             device_mem.append(sum(d.mem_used_mb for d in devices))
             mem_total = sum(d.mem_total_mb for d in devices)
