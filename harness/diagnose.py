@@ -235,7 +235,9 @@ def drift(ctx: Context) -> list[Finding]:
                 }
         if not drifting:
             continue
-        worst = min(drifting, key=lambda r: drifting[r]["slope_pct_per_min"])
+        # name the suite's headline rate when it drifts, else the rate that falls fastest
+        primary = ctx.rate([cell])
+        worst = primary if primary in drifting else min(drifting, key=lambda r: drifting[r]["slope_pct_per_min"])
         w = drifting[worst]
         se = f" ± {_fmt(w['se'])}" if w["se"] is not None else ""
         out.append(
