@@ -103,5 +103,17 @@ def report(
     return commands.cmd_report(run_dir, csv)
 
 
+@app.command()
+@user_errors_exit_2
+def diagnose(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    json_: bool = typer.Option(False, "--json", help="print the findings as JSON"),
+) -> int:
+    """Findings over a run: lost work, drift, idle or thrashing GPU, small batches, scaling, busy waits."""
+    from harness.diagnose import cmd_diagnose
+
+    return cmd_diagnose(run_dir, json_)
+
+
 if __name__ == "__main__":
     app()
