@@ -102,8 +102,40 @@ def cmd_sweep(
     return exit_code(records)
 
 
-def finish_report(store: RunStore, records: list[dict[str, Any]], quiet: bool) -> None:
+def findings_for(store: RunStore, records: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Findings ({severity, rule, cells, evidence, hint}) for the reports; None until
+    harness.diagnose is wired in here."""
+    return None
+
+
+def write_reports(
+    store: RunStore, records: list[dict[str, Any]], html: bool = True, markdown: bool = False
+) -> list[Path]:
+    """summary.csv and cells.csv, then report.html and summary.md when asked."""
     paths = write_csv(store.root, records)
+    if html or markdown:
+        findings = findings_for(store, records)
+        meta = store.meta()
+    if html:
+        from harness.report.html import write_html
+
+        paths.append(write_html(store.root, meta, records, findings))
+    if markdown:
+        from harness.report.markdown import write_markdown
+
+        paths.append(write_markdown(store.root, meta, records, findings))
+    return paths
+
+
+def finish_report(store: RunStore, records: list[dict[str, Any]], quiet: bool) -> None:
+    try:
+        paths = write_reports(store, records, html=True)
+    except Exception as exc:  # a report bug must not cost the sweep's exit code or its CSVs
+        print(
+            f"warning: reports not written ({type(exc).__name__}: {exc}); retry: harness report {store.root} --html",
+            file=sys.stderr,
+        )
+        paths = []
     if not quiet:
         render(records)
     failed = sum(r["status"] != "ok" for r in records)
@@ -158,11 +190,12 @@ def cmd_run(
     return 2 if record.get("user_error") else 1
 
 
-def cmd_report(run_dir: Path, csv: bool) -> int:
+def cmd_report(run_dir: Path, csv: bool, html: bool = False, markdown: bool = False) -> int:
     store = RunStore.open(run_dir)
     records = store.records()
     render(records)
-    if csv:
-        for path in write_csv(store.root, records):
+    if csv or html or markdown:
+        paths = write_reports(store, records, html=html, markdown=markdown)
+        for path in paths if csv else paths[2:]:
             print(path)
     return 0
