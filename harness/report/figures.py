@@ -4,6 +4,9 @@ Every figure is built from measured data only; a figure with nothing to draw is 
 the page says why instead of showing an empty frame. Text that came from the user (labels,
 params) is HTML-escaped before it reaches plotly, which renders a subset of HTML in
 legends and titles (and decodes the entities back for display).
+
+Figures are plain plotly.js dicts ({"data": [...], "layout": {...}}), not graph_objects:
+validating and templating graph_objects costs about 0.3 s a figure, more than drawing.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
+
+Figure = dict[str, Any]
 
 # The rate a suite is judged by, in order of preference; any other `*_per_s` comes after.
 RATE_PRIORITY = (
@@ -30,6 +34,7 @@ RATE_PRIORITY = (
     "round_trips_per_s",
 )
 HEIGHT = 340
+_AXIS = {"gridcolor": "#e8e8e8", "zerolinecolor": "#cccccc", "linecolor": "#999999", "automargin": True}
 
 
 def esc(text: Any) -> str:
@@ -69,17 +74,32 @@ def cell_label(rec: dict[str, Any], varying: list[str]) -> str:
     return text or str(rec.get("id"))
 
 
-def _layout(fig: go.Figure, title: str, xtitle: str, ytitle: str) -> go.Figure:
-    fig.update_layout(
-        title={"text": esc(title), "font": {"size": 15}},
-        template="plotly_white",
-        height=HEIGHT,
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
-        legend={"font": {"size": 11}},
-        xaxis_title=esc(xtitle),
-        yaxis_title=esc(ytitle),
-    )
-    return fig
+def figure(data: list[dict[str, Any]], title: str, xtitle: str, ytitle: str, **layout: Any) -> Figure:
+    base = {
+        "title": {"text": esc(title), "font": {"size": 15}},
+        "height": HEIGHT,
+        "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+        "legend": {"font": {"size": 11}},
+        "showlegend": True,
+        "hovermode": "closest",
+        "plot_bgcolor": "#ffffff",
+        "xaxis": {**_AXIS, "title": {"text": esc(xtitle)}},
+        "yaxis": {**_AXIS, "title": {"text": esc(ytitle)}},
+    }
+    for key, value in layout.items():
+        base[key] = {**base[key], **value} if isinstance(base.get(key), dict) else value
+    return {"data": data, "layout": base}
+
+
+def _error(stats: list[tuple[float, float, float]], axis: str = "error_y") -> dict[str, Any]:
+    return {
+        axis: {
+            "type": "data",
+            "symmetric": False,
+            "array": [s[2] - s[0] for s in stats],
+            "arrayminus": [s[0] - s[1] for s in stats],
+        }
+    }
 
 
 def _spread(values: list[float]) -> tuple[float, float, float]:
@@ -96,7 +116,7 @@ def _workers(rec: dict[str, Any], cpu_cores: int | None) -> float | None:
     return float(value) if value > 0 else None
 
 
-def scaling_figure(records: list[dict[str, Any]], rate: str, cpu_cores: int | None) -> go.Figure | None:
+def scaling_figure(records: list[dict[str, Any]], rate: str, cpu_cores: int | None) -> Figure | None:
     """Median rate against workers (log2 axis), one line per combination of the other
     varying params (the backend, typically), error bars spanning min to max of repeats."""
     varying = varying_params(records)
@@ -112,36 +132,35 @@ def scaling_figure(records: list[dict[str, Any]], rate: str, cpu_cores: int | No
         lines.setdefault(name, {}).setdefault(x, []).append(float(y))
     if not lines:
         return None
-    fig = go.Figure()
-    xs_all: set[float] = set()
+    data = []
+    ticks: set[float] = set()
     for name, points in lines.items():
         xs = sorted(points)
-        xs_all.update(xs)
+        ticks.update(xs)
         stats = [_spread(points[x]) for x in xs]
-        med = [s[0] for s in stats]
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=med,
-                name=esc(name),
-                mode="lines+markers",
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [s[2] - s[0] for s in stats],
-                    "arrayminus": [s[0] - s[1] for s in stats],
-                },
-                customdata=[[len(points[x])] for x in xs],
-                hovertemplate="workers %{x}<br>median %{y:.4g}<br>repeats %{customdata[0]}<extra>%{fullData.name}</extra>",
-            )
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": xs,
+                "y": [st[0] for st in stats],
+                "name": esc(name),
+                "customdata": [[len(points[x])] for x in xs],
+                "hovertemplate": "workers %{x}<br>median %{y:.4g}<br>repeats %{customdata[0]}",
+                **_error(stats),
+            }
         )
-    ticks = sorted(xs_all)
-    _layout(fig, f"{rate} against workers (median, bars: min-max of repeats)", "workers (log2)", rate)
-    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
-    return fig
+    tickvals = sorted(ticks)
+    return figure(
+        data,
+        f"{rate} against workers (median; bars: min-max of repeats)",
+        "workers (log2 axis)",
+        rate,
+        xaxis={"type": "log", "tickvals": tickvals, "ticktext": [f"{t:g}" for t in tickvals]},
+    )
 
 
-def bars_figure(records: list[dict[str, Any]], rate: str) -> go.Figure | None:
+def bars_figure(records: list[dict[str, Any]], rate: str) -> Figure | None:
     """Median rate per cell when the sweep has no workers axis to draw a curve along."""
     varying = varying_params(records)
     cells: dict[str, list[float]] = {}
@@ -153,24 +172,22 @@ def bars_figure(records: list[dict[str, Any]], rate: str) -> go.Figure | None:
         return None
     names = list(cells)
     stats = [_spread(cells[n]) for n in names]
-    fig = go.Figure(
-        go.Bar(
-            x=[esc(n) for n in names],
-            y=[s[0] for s in stats],
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": [s[2] - s[0] for s in stats],
-                "arrayminus": [s[0] - s[1] for s in stats],
-            },
-            name=esc(rate),
-        )
-    )
-    return _layout(fig, f"{rate} per cell (median, bars: min-max of repeats)", "cell", rate)
+    bar = {
+        "type": "bar",
+        "x": [esc(n) for n in names],
+        "y": [st[0] for st in stats],
+        "name": esc(rate),
+        **_error(stats),
+    }
+    return figure([bar], f"{rate} per cell (median; bars: min-max of repeats)", "cell", rate, showlegend=False)
 
 
-def load_series(run_dir: Path, rec: dict[str, Any]) -> pd.DataFrame | None:
-    """A cell-repeat's tidy series (t_s, phase, metric, value), or None when it has none."""
+Series = dict[str, tuple[list[float], list[float]]]
+
+
+def load_series(run_dir: Path, rec: dict[str, Any]) -> Series | None:
+    """A cell-repeat's tidy series CSV (t_s, phase, metric, value) as metric -> (t, values),
+    or None when it has none."""
     rel = rec.get("series")
     if not rel:
         return None
@@ -181,30 +198,35 @@ def load_series(run_dir: Path, rec: dict[str, Any]) -> pd.DataFrame | None:
     if not {"t_s", "metric", "value"} <= set(frame.columns):
         return None
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
-    return frame
+    frame = frame.dropna(subset=["t_s", "value"])
+    return {
+        str(metric): (group["t_s"].tolist(), group["value"].tolist())
+        for metric, group in frame.groupby("metric", sort=False)
+    }
 
 
 def timeline_figure(
-    series: list[tuple[str, pd.DataFrame]], metric: str, title: str, ytitle: str, scale: float = 1.0
-) -> go.Figure | None:
+    series: list[tuple[str, Series]], metric: str, title: str, ytitle: str, scale: float = 1.0
+) -> Figure | None:
     """One line per cell-repeat of `metric` over the cell's clock."""
-    fig = go.Figure()
-    for label, frame in series:
-        rows = frame[frame["metric"] == metric].dropna(subset=["value"])
-        if rows.empty:
+    data = []
+    for label, by_metric in series:
+        if metric not in by_metric:
             continue
-        fig.add_trace(
-            go.Scatter(
-                x=rows["t_s"].tolist(),
-                y=(rows["value"] * scale).tolist(),
-                name=esc(label),
-                mode="lines+markers",
-                marker={"size": 4},
-            )
+        ts, values = by_metric[metric]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": ts,
+                "y": [v * scale for v in values],
+                "name": esc(label),
+                "marker": {"size": 4},
+            }
         )
-    if not fig.data:
+    if not data:
         return None
-    return _layout(fig, title, "time since the cell started (s)", ytitle)
+    return figure(data, title, "time since the cell started (s)", ytitle)
 
 
 def hist_names(records: list[dict[str, Any]]) -> list[str]:
@@ -216,7 +238,7 @@ def hist_names(records: list[dict[str, Any]]) -> list[str]:
     return list(names)
 
 
-def hist_figure(records: list[dict[str, Any]], name: str) -> go.Figure | None:
+def hist_figure(records: list[dict[str, Any]], name: str) -> Figure | None:
     """Counts of each observed value (e.g. inference batch size), summed over a cell's
     repeats, one bar series per cell."""
     varying = varying_params(records)
@@ -234,10 +256,9 @@ def hist_figure(records: list[dict[str, Any]], name: str) -> go.Figure | None:
     cells = {k: v for k, v in cells.items() if v}
     if not cells:
         return None
-    fig = go.Figure()
+    data = []
     for label, counts in cells.items():
         xs = sorted(counts)
-        fig.add_trace(go.Bar(x=xs, y=[counts[x] for x in xs], name=esc(label)))
-    fig.update_layout(barmode="group")
+        data.append({"type": "bar", "x": xs, "y": [counts[x] for x in xs], "name": esc(label)})
     base = name.removesuffix("_hist")
-    return _layout(fig, f"{base}: histogram of observed values", base, "count")
+    return figure(data, f"{base}: histogram of observed values (summed over repeats)", base, "count", barmode="group")

@@ -60,20 +60,27 @@ def _sort_key(value: Any) -> str | None:
     return None
 
 
+WRAP_COLUMNS = {"reason", "warnings", "evidence", "hint", "cell"}
+
+
 def table(headers: list[str], rows: list[list[Any]], row_attrs: list[str] | None = None, cls: str = "sortable") -> str:
-    """A table whose headers sort it on click (numbers numerically)."""
+    """A table whose headers sort it on click (numbers numerically); wide ones scroll."""
     head = "".join(f'<th title="click to sort">{esc(h)}</th>' for h in headers)
+    wrap = [' class="wrap"' if h in WRAP_COLUMNS else "" for h in headers]
     body = []
     for i, row in enumerate(rows):
         cells = []
-        for value in row:
+        for value, cls_attr in zip(row, wrap, strict=True):
             key = _sort_key(value)
             attr = f' data-v="{esc(key)}"' if key is not None else ""
             text = value if isinstance(value, Raw) else esc(fmt(value))
-            cells.append(f"<td{attr}>{text}</td>")
+            cells.append(f"<td{cls_attr}{attr}>{text}</td>")
         attrs = row_attrs[i] if row_attrs else ""
         body.append(f"<tr{attrs}>{''.join(cells)}</tr>")
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return (
+        f'<div class="scroll"><table class="{cls}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 class Charts:
@@ -83,7 +90,7 @@ class Charts:
         self.count = 0
 
     def embed(self, fig: Any, kind: str) -> str:
-        div = pio.to_html(fig, include_plotlyjs=self.count == 0, full_html=False, config=PLOTLY_CONFIG)
+        div = pio.to_html(fig, include_plotlyjs=self.count == 0, full_html=False, config=PLOTLY_CONFIG, validate=False)
         self.count += 1
         return f'<div class="chart" data-chart="{esc(kind)}">{div}</div>'
 
@@ -100,7 +107,8 @@ table.meta th{background:#f4f4f4;width:11em}
 tr.status-error td,tr.status-timeout td,tr.status-killed td{background:#fde8e8}
 tr.status-not-run td{background:#f0f0f0;color:#666}
 tr.verdict-better td{background:#e6f4ea}tr.verdict-worse td{background:#fde8e8}
-td.reason{max-width:32em;word-break:break-word}
+td{white-space:nowrap}td.wrap{white-space:normal;min-width:14em;max-width:32em;word-break:break-word}
+.scroll{overflow-x:auto}
 .note{color:#555;font-style:italic}
 .sev-critical,.sev-error{color:#b00020;font-weight:bold}.sev-warning,.sev-warn{color:#9a6700;font-weight:bold}
 .chart{margin:.5em 0 1em 0;min-height:340px}
@@ -275,7 +283,7 @@ def cells_table(records: list[dict[str, Any]], rate: str | None) -> str:
                     for p in varying
                 ),
                 status,
-                Raw(f"{esc(rec.get('reason') or '')}"),
+                rec.get("reason") or "",
                 *(rec.get("metrics", {}).get(m) for m in metrics),
                 "; ".join(str(w) for w in warnings),
             ]
@@ -415,40 +423,46 @@ def _run_summary(name: str, run_dir: Path, meta: dict[str, Any]) -> list[tuple[s
     ]
 
 
-def _ratio_figure(rows: list[dict[str, Any]]) -> Any:
-    import plotly.graph_objects as go
-
+def _ratio_figure(rows: list[dict[str, Any]]) -> figures.Figure:
     colours = {"better": "#1a7f37", "worse": "#b00020", "same": "#555555"}
-    fig = go.Figure()
+    data = []
     for name, colour in colours.items():
         picked = [r for r in rows if r["verdict"] == name]
         if not picked:
             continue
-        fig.add_trace(
-            go.Scatter(
-                x=[r["ratio"] for r in picked],
-                y=[esc(f"{r['label']} · {r['metric']}") for r in picked],
-                mode="markers",
-                name=name,
-                marker={"color": colour, "size": 8},
-                error_x={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [r["high"] - r["ratio"] for r in picked],
-                    "arrayminus": [r["ratio"] - r["low"] for r in picked],
-                },
-            )
+        stats = [(r["ratio"], r["low"], r["high"]) for r in picked]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "x": [r["ratio"] for r in picked],
+                "y": [esc(f"{r['label']} · {r['metric']}") for r in picked],
+                "name": name,
+                "marker": {"color": colour, "size": 8},
+                **figures._error(stats, "error_x"),
+            }
         )
-    fig.add_vline(x=1.0, line_dash="dot", line_color="#888")
-    fig.update_layout(
-        title={"text": "B / A ratio of medians with 95% bootstrap interval", "font": {"size": 15}},
-        template="plotly_white",
-        height=max(300, 60 + 24 * len(rows)),
-        margin={"l": 20, "r": 20, "t": 50, "b": 50},
-        xaxis={"type": "log", "title": "ratio B / A (log)"},
-        yaxis={"automargin": True},
+    return figures.figure(
+        data,
+        "B / A: ratio of medians with 95% bootstrap interval",
+        "ratio B / A (log axis; 1 = unchanged)",
+        "",
+        height=max(300, 80 + 24 * len(rows)),
+        margin={"l": 20},
+        xaxis={"type": "log"},
+        shapes=[
+            {
+                "type": "line",
+                "x0": 1,
+                "x1": 1,
+                "xref": "x",
+                "y0": 0,
+                "y1": 1,
+                "yref": "paper",
+                "line": {"dash": "dot", "color": "#888"},
+            }
+        ],
     )
-    return fig
 
 
 def render_compare(comparison: Any) -> str:
