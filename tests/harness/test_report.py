@@ -24,7 +24,9 @@ def _report(run_dir, findings=None):
 
 def test_csvs_read_back_without_options_with_units_in_names(tmp_path):
     records = [
-        record("a", 0, {"workers": 2, "shape": [1, 2]}, {"games_per_s": 3.5, "rss_peak_mb": 10.0, "batch_hist": {"1": 2}}),
+        record(
+            "a", 0, {"workers": 2, "shape": [1, 2]}, {"games_per_s": 3.5, "rss_peak_mb": 10.0, "batch_hist": {"1": 2}}
+        ),
         record("a", 1, {"workers": 2, "shape": [1, 2]}, {"games_per_s": 4.5, "rss_peak_mb": 12.0}),
         record("b", 0, {"workers": 4, "shape": [1, 2]}, {}, status="error", reason='Boom: "quoted", comma\nnewline'),
     ]
@@ -44,8 +46,23 @@ def test_csvs_read_back_without_options_with_units_in_names(tmp_path):
 
 def test_direction_follows_metric_names():
     higher = ["iterations_per_s", "games_per_min", "nn_evals_per_s", "batch_mean", "batch_p95", "mean_return"]
-    lower = ["wait_ms_p95", "pipe_rtt_us_p50", "exploitability", "nash_conv", "wall_s", "rss_peak_mb", "gpu_mem_peak_mb"]
-    neither = ["gpu_util_mean", "cpu_util_mean", "games", "iterations_per_s_drift_pct_per_min", "batch_hist", "x_us_count"]
+    lower = [
+        "wait_ms_p95",
+        "pipe_rtt_us_p50",
+        "exploitability",
+        "nash_conv",
+        "wall_s",
+        "rss_peak_mb",
+        "gpu_mem_peak_mb",
+    ]
+    neither = [
+        "gpu_util_mean",
+        "cpu_util_mean",
+        "games",
+        "iterations_per_s_drift_pct_per_min",
+        "batch_hist",
+        "x_us_count",
+    ]
     assert [direction(m) for m in higher] == ["higher"] * len(higher)
     assert [direction(m) for m in lower] == ["lower"] * len(lower)
     assert [direction(m) for m in neither] == [None] * len(neither)
@@ -97,7 +114,9 @@ def test_report_command_writes_html_markdown_and_csv(tmp_path, cli):
 
 def test_compare_marks_better_worse_same_and_lists_unmatched(tmp_path):
     run_a = make_run(tmp_path / "a", "base", drop="c-server-2")
-    run_b = make_run(tmp_path / "b", "cand", scale=2.0, latency_scale=2.0, drop="c-server-1", add="c-new", fail="c-local-1")
+    run_b = make_run(
+        tmp_path / "b", "cand", scale=2.0, latency_scale=2.0, drop="c-server-1", add="c-new", fail="c-local-1"
+    )
     comparison = compare_runs(run_a, run_b)
     rows = {(r["id"], r["metric"]): r for r in comparison.rows}
     assert rows[("c-local", "games_per_s")]["verdict"] == "better"
