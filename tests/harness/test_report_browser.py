@@ -28,8 +28,8 @@ def _chromium() -> str | None:
 
 SPEC = f"""
 label = "{XSS}"
-warmup = 0.3
-duration = 1.0
+warmup = 0.2
+duration = 0.7
 timeout = 30
 
 [[matrix]]
