@@ -465,6 +465,12 @@ def _ratio_figure(rows: list[dict[str, Any]]) -> figures.Figure:
     )
 
 
+def _status(cell: dict[str, Any]) -> str:
+    if "status_a" in cell:
+        return f"A: {cell['status_a']}; B: {cell['status_b']}"
+    return str(cell["status"])
+
+
 def render_compare(comparison: Any) -> str:
     """compare.html: the ratio chart for metrics with a direction, every ratio in a
     sortable table, and the cells that could not be matched."""
@@ -518,7 +524,7 @@ def render_compare(comparison: Any) -> str:
             parts.append(
                 table(
                     ["id", "suite", "cell", "status", "reason"],
-                    [[c["id"], c["suite"], c["label"], c["status"], c.get("reason") or ""] for c in cells],
+                    [[c["id"], c["suite"], c["label"], _status(c), c.get("reason") or ""] for c in cells],
                 )
             )
         else:
