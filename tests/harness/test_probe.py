@@ -116,3 +116,15 @@ def test_ending_during_warmup_still_gives_finite_numbers():
     probe.count("units", 5)
     m = probe.finish()
     assert m["units"] == 5 and not math.isnan(m["wall_s"])
+
+
+def test_stop_closes_the_window_before_untimed_work():
+    clock = FakeClock()
+    probe = Probe(target_work=10, clock=clock)
+    clock.t = 2
+    probe.count("iterations", 10)
+    probe.stop()
+    assert probe.should_stop()
+    clock.t = 100  # e.g. a final exploitability evaluation
+    m = probe.finish()
+    assert m["iterations_per_s"] == 5 and m["measure_s"] == 2
