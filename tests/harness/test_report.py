@@ -110,6 +110,8 @@ def test_report_command_writes_html_markdown_and_csv(tmp_path, cli):
     assert "| c-bad |" in table and "**timeout**" in table and "## Findings" in table
     frame = pd.read_csv(io.StringIO((run_dir / "summary.csv").read_text()))
     assert len(frame) == 7  # six cells and the timed-out one; the never-run cell has no record
+    missing = cli("compare", tmp_path / "nothing", run_dir)
+    assert missing.exit_code == 2 and "not a run directory" in missing.output
 
 
 def test_compare_marks_better_worse_same_and_lists_unmatched(tmp_path):
