@@ -86,9 +86,12 @@ def resources(params: Params) -> Resources:
 
 
 def run(params: Params, probe: Probe) -> None:
+    import time
+
+    started = time.perf_counter()  # start-up includes importing torch
     from suites.selfplay.backends import run_selfplay
 
-    run_selfplay(params, probe)
+    run_selfplay(params, probe, started)
 
 
 SUITE = Suite(

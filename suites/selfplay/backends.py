@@ -54,6 +54,14 @@ class Context:
     play_config: PlayConfig
     net: torch.nn.Module
     shares: list[int | None]  # games per worker (None: until told to stop)
+    started: float  # perf_counter when run began
+
+    def workers_up(self) -> None:
+        """Workers are playing: record the start-up time and begin the warm-up."""
+        startup = time.perf_counter() - self.started
+        self.probe.set("startup_s", round(startup, 3))
+        self.probe.log(f"selfplay: {len(self.shares)} {self.params.backend} workers up in {startup:.1f} s")
+        self.probe.phase("warmup")
 
     def seed(self, worker: int) -> int:
         return self.params.seed * 100_003 + worker
@@ -66,7 +74,8 @@ class Context:
 Backend = Callable[[Context], set[str]]  # returns the devices the nets ran on
 
 
-def run_selfplay(params: Any, probe: Probe) -> None:
+def run_selfplay(params: Any, probe: Probe, started: float | None = None) -> None:
+    started = time.perf_counter() if started is None else started
     backend = BACKENDS.get(params.backend)
     if backend is None:
         raise SuiteError(f"backend={params.backend!r}: allowed are {', '.join(sorted(BACKENDS))}")
@@ -91,7 +100,7 @@ def run_selfplay(params: Any, probe: Probe) -> None:
             probe.warn(f"{probe.target_work} games over {workers} workers: only {len(shares)} started")
     else:
         shares = [None] * workers
-    context = Context(params, probe, device, net_config, play_config, net, shares)
+    context = Context(params, probe, device, net_config, play_config, net, shares, started)
     devices = backend(context)
     probe.set("worker_devices", sorted(devices))
     check_devices(params.device, device, devices, params.backend)
@@ -111,10 +120,17 @@ def check_devices(asked: str, device: torch.device, devices: set[str], backend: 
 class _Accounting:
     """Tally rows -> probe counters; batch histograms over the measured window only."""
 
-    def __init__(self, probe: Probe, tally: np.ndarray, on_measure: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        probe: Probe,
+        tally: np.ndarray,
+        on_measure: Callable[[], None] | None = None,
+        on_stop: Callable[[], None] | None = None,
+    ):
         self.probe = probe
         self.tally = tally
         self.on_measure = on_measure
+        self.on_stop = on_stop
         self.reported = np.zeros(TALLY_WIDTH, dtype=np.int64)
         self.hist_start: np.ndarray | None = None
         self.hist_end: np.ndarray | None = None
@@ -133,6 +149,8 @@ class _Accounting:
                 self.on_measure()
         if self.hist_end is None and phase == "stopped":
             self.hist_end = totals[TALLY_WIDTH:].copy()
+            if self.on_stop is not None:
+                self.on_stop()
 
     def finish(self, observe_batches: bool) -> int:
         """Final counts (trickle after the stop goes to totals only); returns games finished."""
@@ -182,7 +200,7 @@ def _sequential(ctx: Context) -> set[str]:
             shared.request_stop()
         return shared.should_stop()
 
-    ctx.probe.phase("warmup")
+    ctx.workers_up()
     run_worker(0, evaluator, ctx.play_config, ctx.seed(0), ctx.shares[0], shared, should_stop)
     accounting.finish(observe_batches=True)
     accounting.report_work()
@@ -210,7 +228,7 @@ def _threads(ctx: Context) -> set[str]:
     try:
         for thread in threads:
             thread.start()
-        ctx.probe.phase("warmup")
+        ctx.workers_up()
         _supervise(
             ctx.probe,
             accounting,
@@ -319,7 +337,7 @@ def _processes(ctx: Context) -> set[str]:
                 workers.messages,
             )
         workers.wait_hellos()
-        ctx.probe.phase("warmup")
+        ctx.workers_up()
         _supervise(ctx.probe, accounting, workers.poll, workers.all_exited)
         shared.request_stop()
         workers.join(_JOIN_TIMEOUT_S)
@@ -351,10 +369,14 @@ def _server(ctx: Context) -> set[str]:
         timeout_ms=params.timeout_ms,
         torch_threads=params.torch_threads,
     )
-    accounting = _Accounting(ctx.probe, shared.tally, on_measure=server.measure)
+    accounting = _Accounting(ctx.probe, shared.tally, on_measure=server.measure, on_stop=server.hold)
     workers = _Workers(mp_context)
     try:
         info = server.start(_START_TIMEOUT_S)
+        ctx.probe.log(
+            f"selfplay: inference server up ({server.start_method}, {info['device']}) "
+            f"after {time.perf_counter() - ctx.started:.1f} s"
+        )
         for slot, games in enumerate(ctx.shares):
             workers.start(
                 client_worker,
@@ -374,7 +396,7 @@ def _server(ctx: Context) -> set[str]:
                 "each costs hundreds of MB; keep the cell's main module free of torch"
             )
         ctx.probe.set("workers_with_torch", len(heavy))
-        ctx.probe.phase("warmup")
+        ctx.workers_up()
 
         def wait(timeout: float) -> None:
             workers.poll(timeout)
@@ -395,6 +417,7 @@ def _server(ctx: Context) -> set[str]:
     waits, counts = np.unique(np.round(stats["waits_ms"].astype(np.float64), 2), return_counts=True)
     for wait_ms, count in zip(waits.tolist(), counts.tolist(), strict=True):
         ctx.probe.observe("wait_ms", wait_ms, count)
+    ctx.probe.set("server_start_method", server.start_method)
     return {info["device"]}
 
 

@@ -28,15 +28,16 @@ from suites.selfplay.connect4 import COLUMNS, PLANES, ROWS
 REPLY_WIDTH = COLUMNS + 1  # priors, then the value
 STOP = -1  # main -> server: answer what is pending, send the stats, exit
 MEASURE = -2  # main -> server: warm-up is over, start (or restart) recording
+HOLD = -3  # main -> server: the measured window is over, stop recording (shutdown is not measured)
 
 
 def left_code(slot: int) -> int:
     """client -> server: this client sends no more requests."""
-    return -3 - slot
+    return -4 - slot
 
 
 def slot_of_left_code(code: int) -> int:
-    return -3 - code
+    return -4 - code
 
 
 class Channel:

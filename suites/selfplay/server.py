@@ -8,8 +8,9 @@ in `max_batch` (always at least one).
 
 It records the size (positions) of every batch and the wait of every request (sent ->
 reply written, i.e. queueing plus the forward pass), from the MEASURE signal on, and sends
-them to the suite's main process when told to STOP. Runs in a spawned process (CUDA
-cannot live in a forked child, and a fresh interpreter may use all of torch's threads).
+them to the suite's main process when told to STOP. Runs in a forked process on CPU with
+one torch thread, in a spawned one otherwise (CUDA cannot live in a forked child, and
+libgomp hangs in a forked child that uses more than one thread).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from suites.selfplay.channel import MEASURE, STOP, Channel, slot_of_left_code
+from suites.selfplay.channel import HOLD, MEASURE, STOP, Channel, slot_of_left_code
 from suites.selfplay.connect4 import COLUMNS
 from suites.selfplay.launch import light_main
 from suites.selfplay.net import NetConfig
@@ -114,6 +115,8 @@ class _Server:
             self.recording = True
             del self.batch_sizes[:]
             del self.waits_ms[:]
+        elif code == HOLD:
+            self.recording = False
         else:
             self.active.discard(slot_of_left_code(code))
         return False
@@ -183,8 +186,13 @@ class InferenceServer:
     ):
         import multiprocessing
 
-        self._ctx = multiprocessing.get_context("spawn")
-        self.channel = Channel(self._ctx, clients, leaves)
+        # the channel's semaphores must travel to forkserver and spawn children: spawn context
+        self.channel = Channel(multiprocessing.get_context("spawn"), clients, leaves)
+        # a forked server starts at once and shares this process's torch pages, but libgomp
+        # breaks in a forked child that wants more than one thread, and CUDA cannot be used
+        # in a forked child at all: anything else gets a fresh (spawned) interpreter
+        self.start_method = "fork" if device == "cpu" and torch_threads == 1 else "spawn"
+        self._ctx = multiprocessing.get_context(self.start_method)
         self._report, report_child = self._ctx.Pipe(duplex=False)
         self._process = self._ctx.Process(
             target=serve,
@@ -219,7 +227,12 @@ class InferenceServer:
         return self.channel.client(slot)
 
     def measure(self) -> None:
+        """Start recording batches and waits (warm-up is over)."""
         self.channel.signal(MEASURE)
+
+    def hold(self) -> None:
+        """Stop recording (the measured window is over; shutdown is not measured)."""
+        self.channel.signal(HOLD)
 
     def stop(self, timeout_s: float = 60.0) -> dict[str, Any]:
         """Answer what is pending, collect the stats, wait for the process to end."""
