@@ -134,6 +134,8 @@ class _Accounting:
         self.reported = np.zeros(TALLY_WIDTH, dtype=np.int64)
         self.hist_start: np.ndarray | None = None
         self.hist_end: np.ndarray | None = None
+        for name in ("games", "moves", "nn_evals"):  # present (and 0) even if no game ends
+            probe.count(name, 0)
 
     def update(self) -> None:
         totals = self.tally.sum(axis=0)

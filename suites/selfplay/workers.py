@@ -132,17 +132,24 @@ def net_worker(
         raise
 
 
-def request_worker(slot: int, client: Any, planes: np.ndarray, repeats: int, out: Any) -> None:
+def request_worker(
+    slot: int, client: Any, planes: np.ndarray, repeats: int, out: Any, barrier: Any = None, warmup: int = 3
+) -> None:
     """A client that only sends requests: `repeats` times the same planes, then puts
-    (slot, last priors, last values, seconds) on `out`. The server's transport without any
-    search in the way (tests, benchmarks/selfplay_transport.py)."""
+    (slot, last priors, last values, seconds, cpu seconds) on `out`. The server's transport without any
+    search in the way (tests, benchmarks/selfplay_transport.py). With a `barrier`, it sends
+    `warmup` requests, waits for every other client, and only then starts its clock."""
     import time
 
     try:
-        start = time.perf_counter()
         priors = values = None
+        if barrier is not None:
+            for _ in range(warmup):
+                client.evaluate(planes)
+            barrier.wait()
+        start, cpu_start = time.perf_counter(), time.process_time()
         for _ in range(repeats):
             priors, values = client.evaluate(planes)
-        out.put((slot, priors, values, time.perf_counter() - start))
+        out.put((slot, priors, values, time.perf_counter() - start, time.process_time() - cpu_start))
     finally:
         client.close()

@@ -75,7 +75,7 @@ def test_server_answers_equal_local_answers(server, net, clients):
             if process.is_alive():
                 process.terminate()
     assert all(process.exitcode == 0 for process in processes)
-    for slot, priors, values, _seconds in answers:
+    for slot, priors, values, *_seconds in answers:
         want_priors, want_values = local.evaluate(inputs[slot])
         assert priors.shape == want_priors.shape and values.shape == want_values.shape
         np.testing.assert_allclose(priors, want_priors, rtol=1e-4, atol=1e-6)
