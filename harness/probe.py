@@ -255,6 +255,15 @@ class Probe:
             return True
         return False
 
+    def stop(self) -> None:
+        """Close the measured window now, e.g. when fixed work is done: what follows (a final
+        exploitability evaluation, shutting workers down) then counts in no rate."""
+        if self._measure_end is None:
+            now = self._clock()
+            if self._measure_start is None:
+                self._enter_measure(now)
+            self._stop(now)
+
     def elapsed_measure_s(self) -> float:
         if self._measure_start is None:
             return 0.0
