@@ -87,9 +87,7 @@ def through_server(
         server_process = psutil.Process(info["pid"])
         shares = [planes[slot * leaves : (slot + 1) * leaves] for slot in range(clients)]
         processes = [
-            ctx.Process(
-                target=request_worker, args=(slot, server.client(slot), share, args.repeats, out, barrier)
-            )
+            ctx.Process(target=request_worker, args=(slot, server.client(slot), share, args.repeats, out, barrier))
             for slot, share in enumerate(shares)
         ]
         with light_main():
@@ -114,9 +112,7 @@ def through_server(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--leaves", type=int, default=8)
     parser.add_argument("--blocks", type=int, default=2)
@@ -154,9 +150,7 @@ def main() -> None:
         "batch": args.clients * args.leaves,
         "net": f"{args.blocks}x{args.channels}",
         "rounds": args.rounds,
-        **{
-            f"median_{key}": statistics.median(r[key] for r in rows) for key in rows[0] if key != "batch_mean"
-        },
+        **{f"median_{key}": statistics.median(r[key] for r in rows) for key in rows[0] if key != "batch_mean"},
     }
     print(json.dumps(summary))
 

@@ -173,14 +173,15 @@ class _Accounting:
             self.probe.work(requested=self.probe.target_work, done=int(self.reported[GAMES]))
 
 
-def _supervise(
-    probe: Probe, accounting: _Accounting, wait: Callable[[float], None], finished: Callable[[], bool]
-):
+def _supervise(probe: Probe, accounting: _Accounting, wait: Callable[[float], None], finished: Callable[[], bool]):
     """Main loop: counters and the stop signal every ~50 ms until stopped or all done."""
     while True:
         stop = probe.should_stop()
+        if not stop and finished():
+            probe.stop()  # fixed work done: shutting down counts in no rate
+            stop = True
         accounting.update()
-        if stop or finished():
+        if stop:
             return
         wait(_POLL_S)
 
@@ -204,6 +205,7 @@ def _sequential(ctx: Context) -> set[str]:
 
     ctx.workers_up()
     run_worker(0, evaluator, ctx.play_config, ctx.seed(0), ctx.shares[0], shared, should_stop)
+    ctx.probe.stop()
     accounting.finish(observe_batches=True)
     accounting.report_work()
     return {evaluator.net_device}
@@ -339,6 +341,7 @@ def _processes(ctx: Context) -> set[str]:
                 workers.messages,
             )
         workers.wait_hellos()
+        shared.go()
         ctx.workers_up()
         _supervise(ctx.probe, accounting, workers.poll, workers.all_exited)
         shared.request_stop()
@@ -398,6 +401,7 @@ def _server(ctx: Context) -> set[str]:
                 "each costs hundreds of MB; keep the cell's main module free of torch"
             )
         ctx.probe.set("workers_with_torch", len(heavy))
+        shared.go()
         ctx.workers_up()
 
         def wait(timeout: float) -> None:

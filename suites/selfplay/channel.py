@@ -105,9 +105,7 @@ class ServerClient:
         clients, leaves = self._channel_shape
         requests, replies, counts, sent_at = self._raw
         self._views = (
-            np.frombuffer(requests, dtype=np.float32).reshape(clients, leaves, PLANES, ROWS, COLUMNS)[
-                self.slot
-            ],
+            np.frombuffer(requests, dtype=np.float32).reshape(clients, leaves, PLANES, ROWS, COLUMNS)[self.slot],
             np.frombuffer(replies, dtype=np.float32).reshape(clients, leaves, REPLY_WIDTH)[self.slot],
             np.frombuffer(counts, dtype=np.int32),
             np.frombuffer(sent_at, dtype=np.float64),

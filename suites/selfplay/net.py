@@ -39,9 +39,7 @@ class PolicyValueNet(nn.Module):
         super().__init__()
         c = config.channels
         cells = ROWS * COLUMNS
-        self.stem = nn.Sequential(
-            nn.Conv2d(PLANES, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU()
-        )
+        self.stem = nn.Sequential(nn.Conv2d(PLANES, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU())
         self.tower = nn.Sequential(*[_Block(c) for _ in range(config.blocks)])
         self.policy = nn.Sequential(
             nn.Conv2d(c, 2, 1, bias=False),

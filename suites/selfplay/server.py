@@ -247,9 +247,7 @@ class InferenceServer:
         """Raise if the server died or reported an error (the suite's main loop calls it)."""
         if self._report.poll():
             kind, payload = self._report.recv()
-            raise RuntimeError(
-                f"inference server failed:\n{payload}" if kind == "error" else f"unexpected {kind}"
-            )
+            raise RuntimeError(f"inference server failed:\n{payload}" if kind == "error" else f"unexpected {kind}")
         if not self._process.is_alive():
             raise RuntimeError(f"inference server exited with code {self._process.exitcode}")
 

@@ -6,7 +6,9 @@ Importing this module must stay cheap: workers behind the inference server run
 
 A worker writes its tally row (games, moves, evals, results, then a histogram of the
 batch sizes it evaluated) in shared memory and checks a shared stop flag between search
-steps; it sends one `hello` message when ready and one `done` or `error` at the end.
+steps; it sends one `hello` message when ready, waits until every worker is (so that
+starting 128 processes is not slowed down by the first ones already playing), and sends
+one `done` or `error` at the end.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Shared:
         self.width = TALLY_WIDTH + leaves + 1
         self._tally = ctx.RawArray("q", workers * self.width)
         self._stop = ctx.RawArray("i", 1)
+        self._go = ctx.Event()  # set once every worker is up: nobody plays while others start
         self._views: tuple[np.ndarray, np.ndarray] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -57,6 +60,13 @@ class Shared:
 
     def request_stop(self) -> None:
         self._bind()[1][0] = 1
+        self._go.set()  # release workers still waiting to start
+
+    def go(self) -> None:
+        self._go.set()
+
+    def wait_go(self) -> None:
+        self._go.wait()
 
 
 class CountingEvaluator:
@@ -93,6 +103,7 @@ def client_worker(
     """Server backend: evaluations go to the inference server through `client`."""
     try:
         messages.put(("hello", slot, {"pid": os.getpid(), "torch_loaded": "torch" in sys.modules}))
+        shared.wait_go()
         try:
             finished = run_worker(slot, client, config, seed, games, shared)
         finally:
@@ -125,6 +136,7 @@ def net_worker(
 
         evaluator = LocalEvaluator.build(net_config, torch.device(device), state_dict=state_dict)
         messages.put(("hello", slot, {"pid": os.getpid(), "device": evaluator.net_device}))
+        shared.wait_go()
         finished = run_worker(slot, evaluator, config, seed, games, shared)
         messages.put(("done", slot, finished))
     except BaseException:
