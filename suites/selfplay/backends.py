@@ -251,6 +251,13 @@ def _threads(ctx: Context) -> set[str]:
 
 
 # --------------------------------------------------------------------------- processes
+def net_worker_start_method(device: torch.device) -> str:
+    """fork shares torch's pages with this process (a net per worker would not fit otherwise);
+    CUDA cannot be initialised in a forked child, so cuda needs spawn (and each worker then
+    owns a CUDA context: the cost this backend exists to measure)."""
+    return "spawn" if device.type == "cuda" else "fork"
+
+
 class _Workers:
     """Worker processes and their message queue: hellos, done, errors; always reaped."""
 
@@ -317,10 +324,7 @@ class _Workers:
 
 
 def _processes(ctx: Context) -> set[str]:
-    # fork shares torch's pages with this process (a net per worker would not fit otherwise);
-    # CUDA cannot be initialised in a forked child, so cuda needs spawn (and each worker then
-    # owns a CUDA context: the cost this backend exists to measure)
-    method = "spawn" if ctx.device.type == "cuda" else "fork"
+    method = net_worker_start_method(ctx.device)
     mp_context = multiprocessing.get_context(method)
     shared = Shared(mp_context, len(ctx.shares), ctx.leaves)
     accounting = _Accounting(ctx.probe, shared.tally)
@@ -351,6 +355,7 @@ def _processes(ctx: Context) -> set[str]:
         workers.reap()
     accounting.finish(observe_batches=True)
     accounting.report_work()
+    ctx.probe.set("worker_start_method", method)
     return {hello["device"] for hello in workers.hellos.values()}
 
 

@@ -80,3 +80,16 @@ def test_resources_count_the_server_process():
     assert SUITE.resources_for(Params(backend="server", workers=8)).cpus == 9
     assert SUITE.resources_for(Params(backend="processes", workers=8)).cpus == 8
     assert SUITE.resources_for(Params(backend="sequential", workers=8)).cpus == 1
+
+
+def test_cuda_nets_are_never_forked():
+    from suites.selfplay.backends import net_worker_start_method
+    from suites.selfplay.net import NetConfig
+    from suites.selfplay.server import InferenceServer
+
+    assert net_worker_start_method(torch.device("cuda")) == "spawn"
+    assert net_worker_start_method(torch.device("cpu")) == "fork"
+    common = {"clients": 1, "leaves": 1, "net_config": NetConfig(0, 1), "state_dict": {}, "max_batch": 1}
+    assert InferenceServer(device="cuda", timeout_ms=1, **common).start_method == "spawn"
+    assert InferenceServer(device="cpu", timeout_ms=1, torch_threads=2, **common).start_method == "spawn"
+    assert InferenceServer(device="cpu", timeout_ms=1, torch_threads=1, **common).start_method == "fork"
