@@ -25,9 +25,8 @@ class Params(BaseModel):
 
     backend: Backend = Field(
         "server",
-        description="where games run and where the net runs: sequential (in the suite's process), "
-        "threads (workers share one in-process net), processes (a net per worker process), "
-        "server (torch-free worker processes + one batching inference-server process)",
+        description="sequential (one game loop, in-process net), threads (share one in-process net), "
+        "processes (a net per worker process), server (torch-free workers + one batching inference server)",
     )
     workers: int = Field(2, ge=0, description="self-play workers (0 = one per core); ignored by sequential")
     device: Literal["cpu", "cuda", "auto"] = Field(
