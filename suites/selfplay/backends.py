@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from harness.probe import Probe, SuiteError, resolve_workers, split_work
-from suites.selfplay.launch import light_main
+from suites.selfplay.launch import light_main, stop_forkserver
 from suites.selfplay.local import LocalEvaluator, resolve_device
 from suites.selfplay.mcts import SearchConfig
 from suites.selfplay.net import NetConfig, build_net, parameter_count, portable_state
@@ -421,6 +421,7 @@ def _server(ctx: Context) -> set[str]:
         shared.request_stop()
         workers.reap()
         server.close()
+        stop_forkserver()
     accounting.finish(observe_batches=False)
     accounting.report_work()
     for size, count in stats["batch_hist"].items():

@@ -26,3 +26,14 @@ def light_main() -> Iterator[None]:
     finally:
         if real is not None:
             sys.modules["__main__"] = real
+
+
+def stop_forkserver() -> None:
+    """Stop this process's forkserver, so that no helper process outlives the suite's run
+    (the next forkserver Process starts a fresh one). `_stop` is what CPython's own tests
+    use; if a future Python drops it, the forkserver simply lives until this process exits."""
+    from multiprocessing import forkserver
+
+    stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)
+    if stop is not None:
+        stop()

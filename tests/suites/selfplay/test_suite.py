@@ -93,3 +93,13 @@ def test_cuda_nets_are_never_forked():
     assert InferenceServer(device="cuda", timeout_ms=1, **common).start_method == "spawn"
     assert InferenceServer(device="cpu", timeout_ms=1, torch_threads=2, **common).start_method == "spawn"
     assert InferenceServer(device="cpu", timeout_ms=1, torch_threads=1, **common).start_method == "fork"
+
+
+def test_no_process_outlives_a_server_run():
+    import psutil
+
+    run(Probe(target_work=1), backend="server", workers=2, **TINY)
+    children = psutil.Process().children(recursive=True)
+    # multiprocessing's resource tracker is shared by the whole interpreter; nothing else may stay
+    leftovers = [p for p in children if "resource_tracker" not in " ".join(p.cmdline())]
+    assert leftovers == []
