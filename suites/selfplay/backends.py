@@ -189,18 +189,18 @@ def _supervise(probe: Probe, accounting: _Accounting, wait: Callable[[float], No
 # --------------------------------------------------------------------------- sequential
 def _sequential(ctx: Context) -> set[str]:
     evaluator = LocalEvaluator(ctx.net, ctx.device)
-    shared = Shared(multiprocessing.get_context("spawn"), 1, ctx.leaves)
+    shared = Shared(multiprocessing.get_context("fork"), 1, ctx.leaves)  # in-process: no resource tracker
     accounting = _Accounting(ctx.probe, shared.tally)
     last_update = time.perf_counter()
 
     def should_stop() -> bool:
         nonlocal last_update
+        if ctx.probe.should_stop():
+            shared.request_stop()
         now = time.perf_counter()
         if now - last_update >= _POLL_S:
             last_update = now
             accounting.update()
-        if ctx.probe.should_stop():
-            shared.request_stop()
         return shared.should_stop()
 
     ctx.workers_up()
@@ -214,7 +214,7 @@ def _sequential(ctx: Context) -> set[str]:
 # --------------------------------------------------------------------------- threads
 def _threads(ctx: Context) -> set[str]:
     evaluator = LocalEvaluator(ctx.net, ctx.device)  # one net, shared by every thread
-    shared = Shared(multiprocessing.get_context("spawn"), len(ctx.shares), ctx.leaves)
+    shared = Shared(multiprocessing.get_context("fork"), len(ctx.shares), ctx.leaves)  # in-process too
     accounting = _Accounting(ctx.probe, shared.tally)
     errors: list[BaseException] = []
 
@@ -236,7 +236,7 @@ def _threads(ctx: Context) -> set[str]:
         _supervise(
             ctx.probe,
             accounting,
-            wait=lambda s: threads[0].join(s),
+            wait=time.sleep,
             finished=lambda: bool(errors) or not any(t.is_alive() for t in threads),
         )
     finally:
