@@ -1,0 +1,102 @@
+"""AlphaZero-style self-play: Connect Four, a PyTorch policy-value ResNet, batched PUCT MCTS.
+
+Its speed depends on where inference runs and how it is batched, which is what the
+backends vary: `sequential` (one game loop in the suite's process), `threads` (workers
+share one in-process net, under the GIL), `processes` (every worker builds its own net on
+`device`) and `server` (torch-free worker processes send positions through shared memory
+to one inference-server process that batches them).
+
+Importing this package is cheap (no torch): `run` imports the heavy parts lazily.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.probe import Probe, Resources, Suite, resolve_workers
+
+Backend = Literal["sequential", "threads", "processes", "server"]
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Backend = Field(
+        "server",
+        description="sequential (one game loop, in-process net), threads (share one in-process net), "
+        "processes (a net per worker process), server (torch-free workers + one batching inference server)",
+    )
+    workers: int = Field(2, ge=0, description="self-play workers (0 = one per core); ignored by sequential")
+    device: Literal["cpu", "cuda", "auto"] = Field(
+        "cpu", description="where nets run: cpu, cuda, or auto (cuda when available)"
+    )
+    simulations: int = Field(
+        32, ge=1, description="MCTS simulations per move", json_schema_extra={"unit": "simulations"}
+    )
+    leaves: int = Field(
+        8,
+        ge=1,
+        le=256,
+        description="leaves selected per search step with virtual loss and evaluated as one batch",
+        json_schema_extra={"unit": "positions"},
+    )
+    max_batch: int = Field(
+        64,
+        ge=1,
+        description="server: fire a batch once waiting requests hold this many positions",
+        json_schema_extra={"unit": "positions"},
+    )
+    timeout_ms: float = Field(
+        5.0,
+        ge=0,
+        description="server: fire a batch this long after its oldest request was sent, full or not",
+        json_schema_extra={"unit": "ms"},
+    )
+    blocks: int = Field(2, ge=0, le=40, description="residual blocks of the net")
+    channels: int = Field(32, ge=1, le=512, description="channels of the net's convolutions")
+    c_puct: float = Field(1.5, gt=0, description="PUCT exploration constant")
+    dirichlet_alpha: float = Field(1.0, gt=0, description="Dirichlet noise concentration at the root")
+    dirichlet_eps: float = Field(0.25, ge=0, le=1, description="weight of the root noise (0 = none)")
+    temperature_moves: int = Field(
+        8,
+        ge=0,
+        description="plies sampled in proportion to visit counts; later plies play the most visited",
+        json_schema_extra={"unit": "plies"},
+    )
+    torch_threads: int = Field(
+        1,
+        ge=0,
+        description="intra-op threads of the net in the suite's process (sequential, threads) and in the "
+        "inference server; 0 = torch's default (one per core), which spins badly on busy cores. "
+        "Nets in worker processes always use 1",
+    )
+    seed: int = Field(0, description="seed of the net's weights and of every worker's games")
+
+
+def resources(params: Params) -> Resources:
+    if params.backend == "sequential":
+        return Resources(cpus=1)
+    workers = resolve_workers(params.workers)
+    if params.backend == "server":
+        return Resources(cpus=workers + 1)
+    return Resources(cpus=workers)
+
+
+def run(params: Params, probe: Probe) -> None:
+    import time
+
+    started = time.perf_counter()  # start-up includes importing torch
+    from suites.selfplay.backends import run_selfplay
+
+    run_selfplay(params, probe, started)
+
+
+SUITE = Suite(
+    name="selfplay",
+    description="AlphaZero-style Connect Four self-play: batched MCTS, PyTorch net, inference server",
+    params=Params,
+    run=run,
+    resources=resources,
+)
