@@ -40,6 +40,8 @@ Phase = Literal["warmup", "measure"]
 Sink = Callable[[dict[str, Any]], None]
 
 _HIST_MAX_DISTINCT = 512
+# A slope fitted to fewer 1 s rates is noise (thousands of %/min on a 2 s cell), not drift.
+MIN_DRIFT_SAMPLES = 10
 
 
 class SuiteError(Exception):
@@ -352,7 +354,7 @@ class Probe:
             if not measured or t - measured[-1][0] >= 0.5 * self._period:
                 measured.append((t, counts))
         out: dict[str, float] = {}
-        if len(measured) < 4:
+        if len(measured) < MIN_DRIFT_SAMPLES:
             return out
         for name in self._counters:
             times, rates = [], []
