@@ -1,0 +1,156 @@
+"""The gate measured: how often does `harness gate` catch a planted 10 % slowdown, and how
+often does it fail two runs of the same code?
+
+Each trial is a fresh baseline run and a fresh candidate run of the synthetic suite, two
+cells each: the normalization reference (spin, workers=1) and the target (spin, workers=1,
+unit_size=30000). In "slow" trials the candidate's target has `slowdown` (1.10: 10 % more
+work per unit); in "same" trials it has 1.0. Slow and same trials alternate, so a change
+of machine load over the hour hits both alike. Every trial is judged by harness.gate's
+own `evaluate` (the same code `harness gate` runs) for a grid of tolerances, confidences
+and with/without `--normalize synthetic`; recall = slow trials flagged, false alarms =
+same trials flagged. Raw per-repeat values go to a JSON file for re-analysis.
+
+The issue's version (about two hours on 2 cores):
+
+    python benchmarks/gate_trial.py --trials 20 --repeats 5 --duration 10
+
+A scaled-down version (docs/benchmarks.md, "CI gate trial"):
+
+    python benchmarks/gate_trial.py --trials 10 --repeats 5 --duration 1.5
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's harness, not an installed one
+
+from harness.baseline import load_run
+from harness.gate import DEFAULT_CONFIDENCE, DEFAULT_TOLERANCE, GateOptions, evaluate
+
+TARGET_UNIT_SIZE = 30_000
+
+SPEC = """label = "gate-trial"
+duration = {duration}
+warmup = {warmup}
+repeats = {repeats}
+
+[[matrix]]
+suite = "synthetic"
+params = {{ kind = "spin", workers = 1 }}
+
+[[matrix]]
+suite = "synthetic"
+params = {{ kind = "spin", workers = 1, unit_size = {unit}, slowdown = {slowdown} }}
+"""
+
+
+def sweep(out: Path, slowdown: float, args: argparse.Namespace) -> Path:
+    spec = out / f"spec-{slowdown}.toml"
+    spec.write_text(
+        SPEC.format(
+            duration=args.duration, warmup=args.warmup, repeats=args.repeats, unit=TARGET_UNIT_SIZE, slowdown=slowdown
+        )
+    )
+    before = set(out.glob("*-gate-trial*"))
+    subprocess.run(
+        [sys.executable, "-m", "harness.cli", "sweep", str(spec), "--out", str(out), "--quiet"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    (new,) = set(out.glob("*-gate-trial*")) - before
+    return new
+
+
+def target_check(result: dict) -> dict:
+    (check,) = [c for c in result["checks"] if c["kind"] == "speed" and "unit_size=30000" in c["label"]]
+    return check
+
+
+def judge(base_dir: Path, cand_dir: Path, tolerance: float, confidence: float, normalize: str | None) -> dict:
+    opts = GateOptions(
+        tolerance=tolerance,
+        confidence=confidence,
+        normalize=normalize,
+        metrics=["units_per_s"],
+        ignore_params=["slowdown"],
+    )
+    return target_check(evaluate(load_run(cand_dir), load_run(base_dir), opts))
+
+
+def values(run_dir: Path) -> dict[str, list[float]]:
+    out = {}
+    for cell in load_run(run_dir)["cells"]:
+        name = "target" if cell["params"]["unit_size"] == TARGET_UNIT_SIZE else "reference"
+        out[name] = [r["metrics"].get("units_per_s") for r in cell["repeats"]]
+        out[f"{name}_cpu_util"] = [r["metrics"].get("cpu_util_mean") for r in cell["repeats"]]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trials", type=int, default=10, help="trials per arm (slow and same)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--duration", type=float, default=1.5, help="measured seconds per cell")
+    ap.add_argument("--warmup", type=float, default=0.5)
+    ap.add_argument("--slowdown", type=float, default=1.10)
+    ap.add_argument("--tolerances", default="0,0.01,0.02,0.03,0.04,0.05,0.07,0.10")
+    ap.add_argument("--confidences", default="0.9,0.95,0.99")
+    ap.add_argument("--out", type=Path, default=None, help="keep run directories here (default: a temp dir)")
+    ap.add_argument("--save", type=Path, default=Path("results/gate_trial.json"), help="raw values and verdicts")
+    args = ap.parse_args()
+
+    tolerances = [float(t) for t in args.tolerances.split(",")]
+    confidences = [float(c) for c in args.confidences.split(",")]
+    out = args.out or Path(tempfile.mkdtemp(prefix="gate-trial-"))
+    out.mkdir(parents=True, exist_ok=True)
+    arms = list(itertools.islice(itertools.cycle([("slow", args.slowdown), ("same", 1.0)]), 2 * args.trials))
+    trials = []
+    started = time.monotonic()
+    for i, (arm, slowdown) in enumerate(arms):
+        base_dir = sweep(out, 1.0, args)
+        cand_dir = sweep(out, slowdown, args)
+        trial = {"arm": arm, "slowdown": slowdown, "baseline": str(base_dir), "candidate": str(cand_dir)}
+        trial["values"] = {"baseline": values(base_dir), "candidate": values(cand_dir)}
+        trial["verdicts"] = {
+            f"{norm or 'raw'}/{conf}/{tol}": judge(base_dir, cand_dir, tol, conf, norm)["verdict"]
+            for norm in (None, "synthetic")
+            for conf in confidences
+            for tol in tolerances
+        }
+        default = judge(base_dir, cand_dir, DEFAULT_TOLERANCE, DEFAULT_CONFIDENCE, "synthetic")
+        trial["default"] = default
+        trials.append(trial)
+        print(
+            f"trial {i + 1}/{len(arms)} {arm}: normalized ratio {default['ratio']:.3f} "
+            f"[{default['low']:.3f}-{default['high']:.3f}] -> {default['verdict']} "
+            f"({time.monotonic() - started:.0f} s)",
+            flush=True,
+        )
+        args.save.parent.mkdir(parents=True, exist_ok=True)
+        args.save.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "trials": trials}, indent=1))
+
+    slow = [t for t in trials if t["arm"] == "slow"]
+    same = [t for t in trials if t["arm"] == "same"]
+    print(f"\n{len(slow)} slow trials (slowdown={args.slowdown}), {len(same)} same trials, {args.repeats} repeats of {args.duration} s cells")
+    print(f"{'normalize':>10} {'conf':>5} {'tol':>5} {'recall':>7} {'false alarms':>13}")
+    for norm in ("raw", "synthetic"):
+        for conf in confidences:
+            for tol in tolerances:
+                key = f"{norm}/{conf}/{tol}"
+                recall = sum(t["verdicts"][key] == "regression" for t in slow) / max(1, len(slow))
+                alarms = sum(t["verdicts"][key] == "regression" for t in same) / max(1, len(same))
+                mark = "  <- default" if norm == "synthetic" and conf == DEFAULT_CONFIDENCE and tol == DEFAULT_TOLERANCE else ""
+                print(f"{norm:>10} {conf:>5} {tol:>5.0%} {recall:>7.0%} {alarms:>13.0%}{mark}")
+    print(f"raw values and verdicts: {args.save}; run directories: {out}")
+
+
+if __name__ == "__main__":
+    main()
