@@ -135,11 +135,15 @@ def main() -> None:
             flush=True,
         )
         args.save.parent.mkdir(parents=True, exist_ok=True)
-        args.save.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "trials": trials}, indent=1))
+        args.save.write_text(
+            json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "trials": trials}, indent=1)
+        )
 
     slow = [t for t in trials if t["arm"] == "slow"]
     same = [t for t in trials if t["arm"] == "same"]
-    print(f"\n{len(slow)} slow trials (slowdown={args.slowdown}), {len(same)} same trials, {args.repeats} repeats of {args.duration} s cells")
+    print(
+        f"\n{len(slow)} slow trials (slowdown={args.slowdown}), {len(same)} same trials, {args.repeats} repeats of {args.duration} s cells"
+    )
     print(f"{'normalize':>10} {'conf':>5} {'tol':>5} {'recall':>7} {'false alarms':>13}")
     for norm in ("raw", "synthetic"):
         for conf in confidences:
@@ -147,7 +151,11 @@ def main() -> None:
                 key = f"{norm}/{conf}/{tol}"
                 recall = sum(t["verdicts"][key] == "regression" for t in slow) / max(1, len(slow))
                 alarms = sum(t["verdicts"][key] == "regression" for t in same) / max(1, len(same))
-                mark = "  <- default" if norm == "synthetic" and conf == DEFAULT_CONFIDENCE and tol == DEFAULT_TOLERANCE else ""
+                mark = (
+                    "  <- default"
+                    if norm == "synthetic" and conf == DEFAULT_CONFIDENCE and tol == DEFAULT_TOLERANCE
+                    else ""
+                )
                 print(f"{norm:>10} {conf:>5} {tol:>5.0%} {recall:>7.0%} {alarms:>13.0%}{mark}")
     print(f"raw values and verdicts: {args.save}; run directories: {out}")
 

@@ -10,6 +10,7 @@ times (1 + bound slack); it is plain JSON, so a reviewer can tighten it by hand.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,16 @@ RUN_FIELDS = (
 def scalar_metrics(metrics: dict[str, Any]) -> dict[str, float]:
     """The numeric metrics of a record (histograms and strings stay in cells.jsonl)."""
     return {k: v for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def ok_values(cell: dict[str, Any], metric: str) -> dict[int, float]:
+    """repeat -> value, over the repeats that finished ok and have a finite value."""
+    out = {}
+    for rep in cell["repeats"]:
+        value = rep["metrics"].get(metric)
+        if rep["status"] == "ok" and value is not None and math.isfinite(value):
+            out[rep["repeat"]] = float(value)
+    return out
 
 
 def fixed_work(cell: dict[str, Any]) -> bool:

@@ -148,5 +148,34 @@ def gate(
     return cmd_gate(run_dir, baseline, directory, tolerance, metric, normalize, confidence, ignore_param)
 
 
+@app.command()
+@user_errors_exit_2
+def history(
+    suite: str = typer.Option(None, "--suite", help="only this suite's cells"),
+    metric: str = typer.Option(
+        None, "--metric", help="default: the suite's throughput (iterations_per_s, games_per_min, ...)"
+    ),
+    results: Path = typer.Option(commands.DEFAULT_RESULTS, "--results", help="directory holding run directories"),
+    html: Path = typer.Option(None, "--html", help="chart path (default RESULTS/history-SUITE-METRIC.html)"),
+) -> int:
+    """Every run's median of a metric in time order, with its git commit: table and HTML chart."""
+    from harness.history import cmd_history
+
+    return cmd_history(suite, metric, results, html)
+
+
+@app.command()
+@user_errors_exit_2
+def export(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    pyperf: Path = typer.Option(None, "--pyperf", help="write a pyperf BenchmarkSuite JSON here"),
+    metric: list[str] = typer.Option(None, "--metric", help="metrics to export (default: every rate); repeatable"),
+) -> int:
+    """Export a run for other tools: --pyperf OUT.json (rates become time per unit)."""
+    from harness.report.pyperf import cmd_export
+
+    return cmd_export(run_dir, pyperf, metric)
+
+
 if __name__ == "__main__":
     app()

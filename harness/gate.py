@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from harness import baseline as baselines
+from harness.baseline import ok_values
 from harness.directions import direction, is_throughput
 from harness.errors import UserError
 from harness.labels import cell_label
@@ -95,16 +96,6 @@ def _index(cells: list[dict[str, Any]], ignore: list[str], side: str) -> dict[st
                 f"{', '.join(ignore)} is ignored; drop --ignore-param or split the sweep"
             )
         out[key] = cell
-    return out
-
-
-def ok_values(cell: dict[str, Any], metric: str) -> dict[int, float]:
-    """repeat -> value, over the repeats that finished ok and have a finite value."""
-    out = {}
-    for rep in cell["repeats"]:
-        value = rep["metrics"].get(metric)
-        if rep["status"] == "ok" and value is not None and np.isfinite(value):
-            out[rep["repeat"]] = float(value)
     return out
 
 
