@@ -32,8 +32,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's harness, not an installed one
 
+import numpy as np
+
 from harness.baseline import load_run
-from harness.gate import DEFAULT_CONFIDENCE, DEFAULT_TOLERANCE, GateOptions, evaluate
+from harness.gate import DEFAULT_CONFIDENCE, DEFAULT_TOLERANCE, GateOptions, evaluate, normalized
+from harness.stats import ratio_of_medians, verdict
 
 TARGET_UNIT_SIZE = 30_000
 
@@ -94,6 +97,73 @@ def values(run_dir: Path) -> dict[str, list[float]]:
     return out
 
 
+def _side(vals: dict[str, list[float]]) -> tuple[dict[int, float], dict[int, float]]:
+    return dict(enumerate(vals["target"])), dict(enumerate(vals["reference"]))
+
+
+def _flagged(base: dict, cand: dict, norm: str, conf: float, tolerances: list[float]) -> list[bool]:
+    """The gate's speed verdict for the target cell, from stored values, for each tolerance:
+    the same functions `harness gate` uses (normalized, ratio_of_medians, verdict)."""
+    (bt, br), (ct, cr) = _side(base), _side(cand)
+    if norm in ("synthetic", "median"):
+        paired = norm == "synthetic"
+        b, c = normalized(bt, br, "units_per_s", paired), normalized(ct, cr, "units_per_s", paired)
+    else:
+        b, c = list(bt.values()), list(ct.values())
+    interval = ratio_of_medians(b, c, confidence=conf)
+    return [verdict(interval, higher_is_better=True, tolerance=t) == "worse" for t in tolerances]
+
+
+def analyze(saved: Path, tolerances: list[float], confidences: list[float]) -> None:
+    """Recall and false alarms from a saved trial file: per trial (each trial's own
+    baseline and candidate) and over all pairs of runs (every earlier slowdown=1.0 run as
+    the baseline of every later run: many more comparisons, but not independent ones)."""
+    trials = json.loads(saved.read_text())["trials"]
+    print("normalize: raw = none; median = by the reference cell's median; synthetic = by its same repeat (the gate's)")
+    runs = []  # (order, is_slow, values)
+    for i, t in enumerate(trials):
+        runs.append((2 * i, False, t["values"]["baseline"]))
+        runs.append((2 * i + 1, t["arm"] == "slow", t["values"]["candidate"]))
+    null_pairs = [(a[2], b[2]) for a in runs for b in runs if a[0] < b[0] and not a[1] and not b[1]]
+    slow_pairs = [(a[2], b[2]) for a in runs for b in runs if a[0] != b[0] and not a[1] and b[1]]
+    per_slow = [(t["values"]["baseline"], t["values"]["candidate"]) for t in trials if t["arm"] == "slow"]
+    per_same = [(t["values"]["baseline"], t["values"]["candidate"]) for t in trials if t["arm"] == "same"]
+    print(
+        f"{len(per_slow)} slow and {len(per_same)} same trials; all pairs: {len(slow_pairs)} slow, {len(null_pairs)} same"
+    )
+    print(
+        f"{'normalize':>10} {'conf':>5} {'tol':>5} | {'recall':>7} {'false al.':>9} | {'recall':>7} {'false al.':>9} (all pairs)"
+    )
+    for norm in ("raw", "median", "synthetic"):
+        for conf in confidences:
+            rates = []
+            for pairs in (per_slow, per_same, slow_pairs, null_pairs):
+                flags = np.array([_flagged(b, c, norm, conf, tolerances) for b, c in pairs]).reshape(
+                    -1, len(tolerances)
+                )
+                rates.append(flags.mean(axis=0) if len(flags) else np.zeros(len(tolerances)))
+            for k, tol in enumerate(tolerances):
+                mark = (
+                    "  <- default"
+                    if norm == "synthetic" and conf == DEFAULT_CONFIDENCE and tol == DEFAULT_TOLERANCE
+                    else ""
+                )
+                print(
+                    f"{norm:>10} {conf:>5} {tol:>5.0%} | {rates[0][k]:>7.0%} {rates[1][k]:>9.0%} | "
+                    f"{rates[2][k]:>7.0%} {rates[3][k]:>9.1%}{mark}"
+                )
+    single = []  # one repeat against one repeat, normalized: what CI (repeats=1) compares
+    for b, c in null_pairs:
+        (bt, br), (ct, cr) = _side(b), _side(c)
+        single += [(ct[j] / cr[j]) / (bt[i] / br[i]) for i in bt for j in ct if i in br and j in cr]
+    q = np.quantile(single, [0.001, 0.01, 0.05, 0.5, 0.95, 0.99, 0.999])
+    print(
+        "single-repeat normalized ratios between same-code runs (CI's point estimates): "
+        + ", ".join(f"q{p:g}={v:.3f}" for p, v in zip((0.1, 1, 5, 50, 95, 99, 99.9), q, strict=True))
+        + f" over {len(single)} pairs"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=10, help="trials per arm (slow and same)")
@@ -105,10 +175,14 @@ def main() -> None:
     ap.add_argument("--confidences", default="0.9,0.95,0.99")
     ap.add_argument("--out", type=Path, default=None, help="keep run directories here (default: a temp dir)")
     ap.add_argument("--save", type=Path, default=Path("results/gate_trial.json"), help="raw values and verdicts")
+    ap.add_argument("--analyze", type=Path, default=None, help="only analyse a saved trial file (no runs)")
     args = ap.parse_args()
 
     tolerances = [float(t) for t in args.tolerances.split(",")]
     confidences = [float(c) for c in args.confidences.split(",")]
+    if args.analyze is not None:
+        analyze(args.analyze, tolerances, confidences)
+        return
     out = args.out or Path(tempfile.mkdtemp(prefix="gate-trial-"))
     out.mkdir(parents=True, exist_ok=True)
     arms = list(itertools.islice(itertools.cycle([("slow", args.slowdown), ("same", 1.0)]), 2 * args.trials))
@@ -139,24 +213,8 @@ def main() -> None:
             json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "trials": trials}, indent=1)
         )
 
-    slow = [t for t in trials if t["arm"] == "slow"]
-    same = [t for t in trials if t["arm"] == "same"]
-    print(
-        f"\n{len(slow)} slow trials (slowdown={args.slowdown}), {len(same)} same trials, {args.repeats} repeats of {args.duration} s cells"
-    )
-    print(f"{'normalize':>10} {'conf':>5} {'tol':>5} {'recall':>7} {'false alarms':>13}")
-    for norm in ("raw", "synthetic"):
-        for conf in confidences:
-            for tol in tolerances:
-                key = f"{norm}/{conf}/{tol}"
-                recall = sum(t["verdicts"][key] == "regression" for t in slow) / max(1, len(slow))
-                alarms = sum(t["verdicts"][key] == "regression" for t in same) / max(1, len(same))
-                mark = (
-                    "  <- default"
-                    if norm == "synthetic" and conf == DEFAULT_CONFIDENCE and tol == DEFAULT_TOLERANCE
-                    else ""
-                )
-                print(f"{norm:>10} {conf:>5} {tol:>5.0%} {recall:>7.0%} {alarms:>13.0%}{mark}")
+    print()
+    analyze(args.save, tolerances, confidences)
     print(f"raw values and verdicts: {args.save}; run directories: {out}")
 
 

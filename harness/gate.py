@@ -34,6 +34,7 @@ from harness.store import write_json_atomic
 # Tuned by benchmarks/gate_trial.py (docs/benchmarks.md, "CI gate trial").
 DEFAULT_TOLERANCE = 0.03
 DEFAULT_CONFIDENCE = 0.95
+PAIRED = True  # divide by the reference's same repeat, not its median
 REFERENCE_METRIC = "units_per_s"
 NORMALIZERS = ("synthetic",)
 GATE_JSON = "gate.json"
@@ -121,13 +122,13 @@ def find_reference(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
     return min(found, key=lambda f: f[:3])[3] if found else None
 
 
-def normalized(values: dict[int, float], reference: dict[int, float], metric: str) -> list[float]:
-    """Throughputs divided by the reference's same repeat (its median where that repeat
-    is missing); other metrics unchanged."""
+def normalized(values: dict[int, float], reference: dict[int, float], metric: str, paired: bool = PAIRED) -> list[float]:
+    """Throughputs divided by the reference's same repeat (paired; its median where that
+    repeat is missing) or by the reference's median; other metrics unchanged."""
     if not is_throughput(metric):
         return list(values.values())
     median = float(np.median(list(reference.values())))
-    return [v / reference.get(r, median) for r, v in values.items()]
+    return [v / (reference.get(r, median) if paired else median) for r, v in values.items()]
 
 
 # ---------------------------------------------------------------------- checks
