@@ -122,7 +122,9 @@ def find_reference(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
     return min(found, key=lambda f: f[:3])[3] if found else None
 
 
-def normalized(values: dict[int, float], reference: dict[int, float], metric: str, paired: bool = PAIRED) -> list[float]:
+def normalized(
+    values: dict[int, float], reference: dict[int, float], metric: str, paired: bool = PAIRED
+) -> list[float]:
     """Throughputs divided by the reference's same repeat (paired; its median where that
     repeat is missing) or by the reference's median; other metrics unchanged."""
     if not is_throughput(metric):
