@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,8 @@ def headline(result: dict[str, Any]) -> str:
 
 
 def render_gate(result: dict[str, Any], console: Console | None = None) -> None:
-    console = console or Console()
+    # CI logs are not terminals: give the table room instead of rich's default 80 columns.
+    console = console or Console(width=None if sys.stdout.isatty() else 150)
     table = Table(title=headline(result), title_justify="left")
     for col in COLUMNS:
         table.add_column(col, justify="right" if col in ("baseline", "run", "p") else "left")
