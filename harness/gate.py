@@ -32,7 +32,7 @@ from harness.stats import ratio_of_medians, verdict
 from harness.store import write_json_atomic
 
 # Tuned by benchmarks/gate_trial.py (docs/benchmarks.md, "CI gate trial").
-DEFAULT_TOLERANCE = 0.03
+DEFAULT_TOLERANCE = 0.02
 DEFAULT_CONFIDENCE = 0.95
 PAIRED = True  # divide by the reference's same repeat, not its median
 REFERENCE_METRIC = "units_per_s"
