@@ -27,7 +27,7 @@ from harness import baseline as baselines
 from harness.baseline import ok_values
 from harness.directions import direction, is_throughput
 from harness.errors import UserError
-from harness.labels import cell_label
+from harness.labels import cell_label, suite_defaults
 from harness.stats import ratio_of_medians, verdict
 from harness.store import write_json_atomic
 
@@ -104,9 +104,7 @@ def _index(cells: list[dict[str, Any]], ignore: list[str], side: str) -> dict[st
 def find_reference(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The synthetic spin cell to normalize by: slowdown 1, no fault, preferably one
     worker and otherwise default params (the fewest differences wins)."""
-    from harness.labels import _defaults
-
-    defaults = _defaults("synthetic") or {}
+    defaults = suite_defaults("synthetic") or {}
     wanted = {**defaults, "kind": "spin", "workers": 1}
     found = []
     for cell in cells:

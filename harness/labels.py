@@ -9,7 +9,7 @@ from harness.errors import UserError
 
 
 @cache
-def _defaults(suite: str) -> dict[str, Any] | None:
+def suite_defaults(suite: str) -> dict[str, Any] | None:
     from harness.registry import get_suite
 
     try:
@@ -22,6 +22,6 @@ def _defaults(suite: str) -> dict[str, Any] | None:
 def cell_label(suite: str, params: dict[str, Any]) -> str:
     """'kind=spin,workers=2': the params not at their defaults (all of them when the suite
     is not installed), sorted, so the same cell gets the same label in every run."""
-    defaults = _defaults(suite)
+    defaults = suite_defaults(suite)
     shown = {k: v for k, v in params.items() if defaults is None or defaults.get(k, object()) != v}
     return ",".join(f"{k}={v}" for k, v in sorted(shown.items())) or "defaults"
