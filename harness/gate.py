@@ -197,6 +197,11 @@ def speed_metrics(base: dict[str, Any], cand: dict[str, Any], opts: GateOptions)
     return list(names)
 
 
+def _dropped_metrics(base: dict[str, Any], cand: dict[str, Any], opts: GateOptions) -> list[str]:
+    wanted = opts.metrics or [m for r in base["repeats"] for m in r["metrics"] if is_throughput(m)]
+    return [m for m in dict.fromkeys(wanted) if ok_values(base, m) and not ok_values(cand, m)]
+
+
 def speed_check(
     base: dict[str, Any],
     cand: dict[str, Any],
@@ -302,6 +307,12 @@ def evaluate(run: dict[str, Any], base: dict[str, Any], opts: GateOptions) -> di
                 )  # fmt: skip
                 continue
             checks.append(speed_check(base_cell, cand, metric, opts, refs))
+        if any(r["status"] == "ok" for r in cand["repeats"]):
+            for metric in _dropped_metrics(base_cell, cand, opts):
+                checks.append(
+                    Check("coverage", cand["suite"], cand["id"], label, metric, "missing",
+                          note="the baseline has this metric, the run does not report it (renamed? save a new baseline)")
+                )  # fmt: skip
     for key, base_cell in base_idx.items():
         if key not in run_idx:
             label = cell_label(base_cell["suite"], base_cell["params"])

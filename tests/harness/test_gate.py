@@ -89,6 +89,10 @@ def test_missing_suite_is_reported_not_a_crash(tmp_path):
     assert sorted(c["verdict"] for c in result["checks"] if c["kind"] == "coverage") == ["missing", "missing"]
     result = gate_of(base, cand)
     assert "suite mccfr: in the run, not in the baseline (not gated for speed)" in result["notes"]
+    renamed = record("m", {"game": "kuhn"}, 0, {"games_per_min": 10.0}, suite="mccfr")
+    result = gate_of(make_run(tmp_path / "c", cells(), extra=[renamed]), base)
+    dropped = [c for c in result["checks"] if c["verdict"] == "missing" and c["metric"]]
+    assert result["verdict"] == "pass" and [c["metric"] for c in dropped] == ["iterations_per_s"]
 
 
 def test_directions_and_tolerance_parsing():
