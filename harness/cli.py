@@ -98,9 +98,36 @@ def sweep(
 def report(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     csv: bool = typer.Option(False, "--csv", help="(re)write summary.csv and cells.csv"),
+    html: bool = typer.Option(False, "--html", help="(re)write report.html (self-contained, opens offline)"),
+    markdown: bool = typer.Option(False, "--markdown", help="write summary.md (for CI step summaries)"),
 ) -> int:
-    """Print a run's table; with --csv write summary.csv and cells.csv."""
-    return commands.cmd_report(run_dir, csv)
+    """Print a run's table; --csv, --html, --markdown write those reports into the run directory."""
+    return commands.cmd_report(run_dir, csv, html, markdown)
+
+
+@app.command()
+@user_errors_exit_2
+def compare(
+    run_a: Path = typer.Argument(..., help="baseline run directory (A)"),
+    run_b: Path = typer.Argument(..., help="candidate run directory (B)"),
+    html: bool = typer.Option(False, "--html", help="also write compare-<A>.html into B's directory"),
+) -> int:
+    """Ratio B/A of medians per matched cell and metric, with a bootstrap 95% interval."""
+    from harness.compare import cmd_compare
+
+    return cmd_compare(run_a, run_b, html)
+
+
+@app.command()
+@user_errors_exit_2
+def diagnose(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    json_: bool = typer.Option(False, "--json", help="print the findings as JSON"),
+) -> int:
+    """Findings over a run: lost work, drift, idle or thrashing GPU, small batches, scaling, busy waits."""
+    from harness.diagnose import cmd_diagnose
+
+    return cmd_diagnose(run_dir, json_)
 
 
 baseline_app = typer.Typer(help="Save runs as baselines for `harness gate`.", no_args_is_help=True)

@@ -102,13 +102,64 @@ def cmd_sweep(
     return exit_code(records)
 
 
-def finish_report(store: RunStore, records: list[dict[str, Any]], quiet: bool) -> None:
+def findings_for(store: RunStore, records: list[dict[str, Any]]) -> list[Any]:
+    """The run's diagnoses (harness.diagnose.Finding), computed once for every output."""
+    from harness.diagnose import diagnose
+
+    return diagnose(records, store.meta())
+
+
+def write_reports(
+    store: RunStore,
+    records: list[dict[str, Any]],
+    html: bool = True,
+    markdown: bool = False,
+    findings: list[Any] | None = None,
+) -> list[Path]:
+    """summary.csv and cells.csv, then report.html and summary.md when asked."""
     paths = write_csv(store.root, records)
+    if html or markdown:
+        if findings is None:
+            findings = findings_for(store, records)
+        as_dicts = [f.to_json() for f in findings]
+        meta = store.meta()
+    if html:
+        from harness.report.html import write_html
+
+        paths.append(write_html(store.root, meta, records, as_dicts))
+    if markdown:
+        from harness.report.markdown import write_markdown
+
+        paths.append(write_markdown(store.root, meta, records, as_dicts))
+    return paths
+
+
+def finish_report(store: RunStore, records: list[dict[str, Any]], quiet: bool) -> None:
+    findings = findings_for(store, records)
+    try:
+        paths = write_reports(store, records, html=True, findings=findings)
+    except Exception as exc:  # a report bug must not cost the sweep's exit code or its CSVs
+        print(
+            f"warning: reports not written ({type(exc).__name__}: {exc}); retry: harness report {store.root} --html",
+            file=sys.stderr,
+        )
+        paths = []
     if not quiet:
         render(records)
+    print_findings(findings, quiet)
     failed = sum(r["status"] != "ok" for r in records)
     print(f"{len(records)} cell-repeats, {failed} failed; run directory: {store.root}")
     print("reports: " + ", ".join(str(p) for p in paths))
+
+
+def print_findings(findings: list[Any], quiet: bool) -> None:
+    """The diagnoses at the end of a sweep: a table, or plain lines with --quiet."""
+    from harness.report.terminal import render_findings
+
+    if not quiet:
+        render_findings(findings)
+    for f in findings if quiet else []:
+        print(f"{f.severity} {f.rule} [{', '.join(f.cells)}]: {f.hint}")
 
 
 def cmd_run(
@@ -158,11 +209,12 @@ def cmd_run(
     return 2 if record.get("user_error") else 1
 
 
-def cmd_report(run_dir: Path, csv: bool) -> int:
+def cmd_report(run_dir: Path, csv: bool, html: bool = False, markdown: bool = False) -> int:
     store = RunStore.open(run_dir)
     records = store.records()
     render(records)
-    if csv:
-        for path in write_csv(store.root, records):
+    if csv or html or markdown:
+        paths = write_reports(store, records, html=html, markdown=markdown)
+        for path in paths if csv else paths[2:]:
             print(path)
     return 0

@@ -5,6 +5,7 @@ Scalar metrics become columns; histograms and other nested values stay in cells.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +41,13 @@ def cells_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
             value = rec.get("metrics", {}).get(key)
             row[column] = value if _scalar(value) else None
         rows.append(row)
-    return pd.DataFrame(rows)
+    # With no records the frame still has its header, so the CSV reads back.
+    return pd.DataFrame(rows, columns=None if rows else ID_COLUMNS)
 
 
 def _cell_value(value: Any) -> Any:
-    return value if _scalar(value) else str(value)
+    """A param as one CSV field: lists and tables as JSON, so they read back unambiguously."""
+    return value if _scalar(value) else json.dumps(value, sort_keys=True, default=str)
 
 
 def param_columns(records: list[dict[str, Any]]) -> list[str]:

@@ -1,1 +1,2 @@
-"""Reports of a run: one module per format (csv, terminal, ...)."""
+"""Reports of a run, one module per format: csv, terminal (rich), html (with figures.py),
+markdown."""

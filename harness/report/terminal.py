@@ -70,3 +70,68 @@ def render(records: list[dict[str, Any]], console: Console | None = None) -> Non
                 cells.append(text)
             table.add_row(*cells)
         console.print(table)
+
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def render_findings(findings: list[Any], console: Console | None = None) -> None:
+    """Diagnoses (harness.diagnose.Finding), most severe first: severity, rule and cells on
+    one line, the finding with its remedy indented below (hints are long; a table column
+    would fold them into a narrow strip)."""
+    console = console or Console()
+    if not findings:
+        console.print("diagnose: no findings")
+        return
+    console.print(f"[bold]diagnose: {len(findings)} finding{'s' if len(findings) != 1 else ''}[/bold]")
+    for f in findings:
+        style = SEVERITY_STYLE.get(f.severity, "")
+        cells = ", ".join(f.cells[:6]) + (f" +{len(f.cells) - 6} more" if len(f.cells) > 6 else "")
+        console.print(f"[{style}]{f.severity:<7}[/{style}] [bold]{f.rule}[/bold]  cells {escape(cells)}")
+        console.print(f"        {escape(f.hint)}", highlight=False)
+
+
+VERDICT_STYLE = {"better": "green", "worse": "red", "same": "", "n/a": "dim"}
+
+
+def render_compare(comparison: Any, console: Console | None = None) -> None:
+    """Ratios B/A of the metrics that have a direction; counters and utilisation (no
+    direction) are left to the HTML report."""
+    console = console or Console()
+    directed = [r for r in comparison.rows if r["direction"]]
+    table = Table(
+        title=f"B / A: {escape(comparison.run_b.name)} over {escape(comparison.run_a.name)} (median ratio, 95% bootstrap interval)",
+        title_justify="left",
+    )
+    for col in ("cell", "metric", "A median", "B median", "ratio [95% interval]", "n A/B", "verdict"):
+        table.add_column(col, justify="right" if col in ("A median", "B median", "n A/B") else "left")
+    for row in directed:
+        style = VERDICT_STYLE.get(row["verdict"], "")
+        table.add_row(
+            escape(f"{row['suite']} {row['label']}"),
+            escape(row["metric"]),
+            _fmt(row["median_a"]),
+            _fmt(row["median_b"]),
+            f"{row['ratio']:.3f} [{row['low']:.3f}-{row['high']:.3f}]",
+            f"{row['n_a']}/{row['n_b']}",
+            f"[{style}]{row['verdict']}[/{style}]" if style else row["verdict"],
+        )
+    if directed:
+        console.print(table)
+    else:
+        console.print("no matched cell has a metric with a known direction to compare")
+    for title, cells in (
+        (f"only in A ({comparison.run_a})", comparison.only_a),
+        (f"only in B ({comparison.run_b})", comparison.only_b),
+        ("matched, but without a successful repeat on one side", comparison.unusable),
+    ):
+        if cells:
+            console.print(f"{escape(title)}:")
+            for cell in cells:
+                reason = f": {cell['reason']}" if cell.get("reason") else ""
+                console.print(
+                    f"  {escape(cell['id'])} {escape(str(cell['suite']))} {escape(cell['label'])} ({escape(cell['status'])}){escape(reason)}",
+                    highlight=False,
+                )
+    counts = {v: sum(r["verdict"] == v for r in directed) for v in ("better", "worse", "same")}
+    console.print(f"{counts['better']} better, {counts['worse']} worse, {counts['same']} same", highlight=False)

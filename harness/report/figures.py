@@ -1,0 +1,264 @@
+"""Plotly figures for the HTML report, built from a run's records and its series CSVs.
+
+Every figure is built from measured data only; a figure with nothing to draw is None, and
+the page says why instead of showing an empty frame. Text that came from the user (labels,
+params) is HTML-escaped before it reaches plotly, which renders a subset of HTML in
+legends and titles (and decodes the entities back for display).
+
+Figures are plain plotly.js dicts ({"data": [...], "layout": {...}}), not graph_objects:
+validating and templating graph_objects costs about 0.3 s a figure, more than drawing.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+Figure = dict[str, Any]
+
+# The rate a suite is judged by, in order of preference; any other `*_per_s` comes after.
+RATE_PRIORITY = (
+    "iterations_per_s",
+    "games_per_min",
+    "nn_evals_per_s",
+    "env_steps_per_s",
+    "updates_per_s",
+    "moves_per_s",
+    "units_per_s",
+    "round_trips_per_s",
+)
+HEIGHT = 340
+_AXIS = {"gridcolor": "#e8e8e8", "zerolinecolor": "#cccccc", "linecolor": "#999999", "automargin": True}
+
+
+def esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def ok_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if r.get("status") == "ok"]
+
+
+def primary_rate(records: list[dict[str, Any]]) -> str | None:
+    """The throughput metric to chart for these records, or None when none has one."""
+    present = {k for r in ok_records(records) for k, v in r.get("metrics", {}).items() if _number(v)}
+    for name in RATE_PRIORITY:
+        if name in present:
+            return name
+    others = sorted(k for k in present if k.endswith(("_per_s", "_per_min")) and "_drift_" not in k)
+    return others[0] if others else None
+
+
+def varying_params(records: list[dict[str, Any]]) -> list[str]:
+    """The params whose value differs between these records, in first-seen order."""
+    names: dict[str, None] = {}
+    for rec in records:
+        for key in rec.get("params", {}):
+            names.setdefault(key, None)
+    return [n for n in names if len({repr(r.get("params", {}).get(n)) for r in records}) > 1]
+
+
+def cell_label(rec: dict[str, Any], varying: list[str]) -> str:
+    params = rec.get("params", {})
+    text = " ".join(f"{k}={params.get(k)}" for k in varying)
+    return text or str(rec.get("id"))
+
+
+def figure(data: list[dict[str, Any]], title: str, xtitle: str, ytitle: str, **layout: Any) -> Figure:
+    base = {
+        "title": {"text": esc(title), "font": {"size": 15}},
+        "height": HEIGHT,
+        "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+        "legend": {"font": {"size": 11}},
+        "showlegend": True,
+        "hovermode": "closest",
+        "plot_bgcolor": "#ffffff",
+        "xaxis": {**_AXIS, "title": {"text": esc(xtitle)}},
+        "yaxis": {**_AXIS, "title": {"text": esc(ytitle)}},
+    }
+    for key, value in layout.items():
+        base[key] = {**base[key], **value} if isinstance(base.get(key), dict) else value
+    return {"data": data, "layout": base}
+
+
+def _error(stats: list[tuple[float, float, float]], axis: str = "error_y") -> dict[str, Any]:
+    return {
+        axis: {
+            "type": "data",
+            "symmetric": False,
+            "array": [s[2] - s[0] for s in stats],
+            "arrayminus": [s[0] - s[1] for s in stats],
+        }
+    }
+
+
+def _spread(values: list[float]) -> tuple[float, float, float]:
+    v = np.asarray(values, dtype=float)
+    return float(np.median(v)), float(v.min()), float(v.max())
+
+
+def _workers(rec: dict[str, Any], cpu_cores: int | None) -> float | None:
+    value = rec.get("params", {}).get("workers")
+    if not _number(value):
+        return None
+    if value == 0 and cpu_cores:
+        return float(cpu_cores)  # workers=0 means one per core of the machine that ran it
+    return float(value) if value > 0 else None
+
+
+def scaling_figure(records: list[dict[str, Any]], rate: str, cpu_cores: int | None) -> Figure | None:
+    """Median rate against workers (log2 axis), one line per combination of the other
+    varying params (the backend, typically), error bars spanning min to max of repeats."""
+    varying = varying_params(records)
+    if "workers" not in varying:
+        return None
+    others = [p for p in varying if p != "workers"]
+    lines: dict[str, dict[float, list[float]]] = {}
+    for rec in ok_records(records):
+        x, y = _workers(rec, cpu_cores), rec.get("metrics", {}).get(rate)
+        if x is None or not _number(y):
+            continue
+        name = " ".join(f"{p}={rec['params'].get(p)}" for p in others) or rate
+        lines.setdefault(name, {}).setdefault(x, []).append(float(y))
+    if not lines:
+        return None
+    data = []
+    ticks: set[float] = set()
+    for name, points in lines.items():
+        xs = sorted(points)
+        ticks.update(xs)
+        stats = [_spread(points[x]) for x in xs]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": xs,
+                "y": [st[0] for st in stats],
+                "name": esc(name),
+                "customdata": [[len(points[x])] for x in xs],
+                "hovertemplate": "workers %{x}<br>median %{y:.4g}<br>repeats %{customdata[0]}",
+                **_error(stats),
+            }
+        )
+    tickvals = sorted(ticks)
+    return figure(
+        data,
+        f"{rate} against workers (median; bars: min-max of repeats)",
+        "workers (log2 axis)",
+        rate,
+        xaxis={"type": "log", "tickvals": tickvals, "ticktext": [f"{t:g}" for t in tickvals]},
+    )
+
+
+def bars_figure(records: list[dict[str, Any]], rate: str) -> Figure | None:
+    """Median rate per cell when the sweep has no workers axis to draw a curve along."""
+    varying = varying_params(records)
+    cells: dict[str, list[float]] = {}
+    for rec in ok_records(records):
+        y = rec.get("metrics", {}).get(rate)
+        if _number(y):
+            cells.setdefault(cell_label(rec, varying), []).append(float(y))
+    if not cells:
+        return None
+    names = list(cells)
+    stats = [_spread(cells[n]) for n in names]
+    bar = {
+        "type": "bar",
+        "x": [esc(n) for n in names],
+        "y": [st[0] for st in stats],
+        "name": esc(rate),
+        **_error(stats),
+    }
+    return figure([bar], f"{rate} per cell (median; bars: min-max of repeats)", "cell", rate, showlegend=False)
+
+
+Series = dict[str, tuple[list[float], list[float]]]
+
+
+def load_series(run_dir: Path, rec: dict[str, Any]) -> Series | None:
+    """A cell-repeat's tidy series CSV (t_s, phase, metric, value) as metric -> (t, values),
+    or None when it has none."""
+    rel = rec.get("series")
+    if not rel:
+        return None
+    try:
+        frame = pd.read_csv(run_dir / rel)
+    except (OSError, ValueError, pd.errors.ParserError):
+        return None
+    if not {"t_s", "metric", "value"} <= set(frame.columns):
+        return None
+    frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
+    frame = frame.dropna(subset=["t_s", "value"])
+    return {
+        str(metric): (group["t_s"].tolist(), group["value"].tolist())
+        for metric, group in frame.groupby("metric", sort=False)
+    }
+
+
+def timeline_figure(
+    series: list[tuple[str, Series]], metric: str, title: str, ytitle: str, scale: float = 1.0
+) -> Figure | None:
+    """One line per cell-repeat of `metric` over the cell's clock."""
+    data = []
+    for label, by_metric in series:
+        if metric not in by_metric:
+            continue
+        ts, values = by_metric[metric]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": ts,
+                "y": [v * scale for v in values],
+                "name": esc(label),
+                "marker": {"size": 4},
+            }
+        )
+    if not data:
+        return None
+    return figure(data, title, "time since the cell started (s)", ytitle)
+
+
+def hist_names(records: list[dict[str, Any]]) -> list[str]:
+    names: dict[str, None] = {}
+    for rec in records:
+        for key, value in rec.get("metrics", {}).items():
+            if key.endswith("_hist") and isinstance(value, dict) and value:
+                names.setdefault(key, None)
+    return list(names)
+
+
+def hist_figure(records: list[dict[str, Any]], name: str) -> Figure | None:
+    """Counts of each observed value (e.g. inference batch size), summed over a cell's
+    repeats, one bar series per cell."""
+    varying = varying_params(records)
+    cells: dict[str, dict[float, float]] = {}
+    for rec in records:
+        hist = rec.get("metrics", {}).get(name)
+        if not isinstance(hist, dict):
+            continue
+        counts = cells.setdefault(cell_label(rec, varying), {})
+        for value, count in hist.items():
+            try:
+                counts[float(value)] = counts.get(float(value), 0.0) + float(count)
+            except (TypeError, ValueError):
+                continue
+    cells = {k: v for k, v in cells.items() if v}
+    if not cells:
+        return None
+    data = []
+    for label, counts in cells.items():
+        xs = sorted(counts)
+        data.append({"type": "bar", "x": xs, "y": [counts[x] for x in xs], "name": esc(label)})
+    base = name.removesuffix("_hist")
+    return figure(data, f"{base}: histogram of observed values (summed over repeats)", base, "count", barmode="group")

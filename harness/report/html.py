@@ -1,0 +1,532 @@
+"""report.html: one self-contained page per run (plotly.js inlined, opens offline).
+
+Header (machine, GPU or why there is none, versions, commit, the command), findings, then
+per suite: the scaling chart, throughput over time, histograms, GPU and CPU timelines and
+a sortable table of every cell-repeat. Failed, timed-out and never-run cells are rows of
+the table like any other, never dropped.
+
+Everything a user or a workload wrote (labels, params, reasons, warnings, findings) is
+escaped with html.escape; JSON embedded in a <script> goes through `script_json`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import plotly.io as pio
+
+from harness.report import figures
+from harness.report.terminal import HEADLINE
+
+REPORT_FILE = "report.html"
+MAX_TABLE_METRICS = 8
+PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+SEVERITY_ORDER = {"critical": 0, "error": 1, "warning": 2, "warn": 2, "info": 3}
+NOT_RUN_REASON = "no record: the sweep was interrupted or is still running (finish it with harness sweep --resume)"
+
+
+class Raw(str):
+    """Markup this module built itself (already escaped); any other str is escaped."""
+
+
+def esc(value: Any) -> str:
+    return value if isinstance(value, Raw) else html.escape(str(value), quote=True)
+
+
+def script_json(data: Any) -> str:
+    """JSON safe to place inside <script>: no `</` can close the element early."""
+    return json.dumps(data, default=str).replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return "–" if math.isnan(value) else f"{value:.4g}"
+    if isinstance(value, int):
+        return str(value)
+    return str(value)
+
+
+def _sort_key(value: Any) -> str | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return repr(value)
+    return None
+
+
+WRAP_COLUMNS = {"reason", "warnings", "evidence", "hint", "cell"}
+
+
+def table(headers: list[str], rows: list[list[Any]], row_attrs: list[str] | None = None, cls: str = "sortable") -> str:
+    """A table whose headers sort it on click (numbers numerically); wide ones scroll."""
+    head = "".join(f'<th title="click to sort">{esc(h)}</th>' for h in headers)
+    wrap = [' class="wrap"' if h in WRAP_COLUMNS else "" for h in headers]
+    body = []
+    for i, row in enumerate(rows):
+        cells = []
+        for value, cls_attr in zip(row, wrap, strict=True):
+            key = _sort_key(value)
+            attr = f' data-v="{esc(key)}"' if key is not None else ""
+            text = value if isinstance(value, Raw) else esc(fmt(value))
+            cells.append(f"<td{cls_attr}{attr}>{text}</td>")
+        attrs = row_attrs[i] if row_attrs else ""
+        body.append(f"<tr{attrs}>{''.join(cells)}</tr>")
+    return (
+        f'<div class="scroll"><table class="{cls}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+class Charts:
+    """Embeds figures; plotly.js is inlined once, with the first (include_plotlyjs=True)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def embed(self, fig: Any, kind: str) -> str:
+        div = pio.to_html(fig, include_plotlyjs=self.count == 0, full_html=False, config=PLOTLY_CONFIG, validate=False)
+        self.count += 1
+        return f'<div class="chart" data-chart="{esc(kind)}">{div}</div>'
+
+
+STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em auto;max-width:1200px;
+ padding:0 1em;color:#222;background:#fff}
+h1{font-size:1.5em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}h3{font-size:1.05em}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
+td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:top}
+table.sortable th{cursor:pointer;background:#f4f4f4;user-select:none}
+th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
+table.meta th{background:#f4f4f4;width:11em}table.meta td{white-space:normal;word-break:break-word}
+tr.status-error td,tr.status-timeout td,tr.status-killed td{background:#fde8e8}
+tr.status-not-run td{background:#f0f0f0;color:#666}
+tr.verdict-better td{background:#e6f4ea}tr.verdict-worse td{background:#fde8e8}
+td{white-space:nowrap}td.wrap{white-space:normal;min-width:14em;max-width:32em;word-break:break-word}
+.scroll{overflow-x:auto}
+.note{color:#555;font-style:italic}
+.sev-critical,.sev-error{color:#b00020;font-weight:bold}.sev-warning,.sev-warn{color:#9a6700;font-weight:bold}
+.chart{margin:.5em 0 1em 0;min-height:340px}
+code{background:#f4f4f4;padding:0 .2em}
+"""
+
+SORT_JS = """
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  var heads = table.querySelectorAll("th");
+  heads.forEach(function (th, col) {
+    th.addEventListener("click", function () {
+      var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+      var asc = th.getAttribute("aria-sort") !== "ascending";
+      heads.forEach(function (h) { h.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+      function key(row) {
+        var cell = row.cells[col];
+        if (!cell) return "";
+        var v = cell.getAttribute("data-v");
+        return v === null ? cell.textContent : v;
+      }
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b), nx = Number(x), ny = Number(y);
+        var numeric = x !== "" && y !== "" && !isNaN(nx) && !isNaN(ny);
+        var r = numeric ? nx - ny : x.localeCompare(y);
+        return asc ? r : -r;
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+});
+"""
+
+
+def page(title: str, parts: list[str]) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>\n"
+        + "\n".join(parts)
+        + f"\n<script>{SORT_JS}</script>\n</body></html>\n"
+    )
+
+
+# ---------------------------------------------------------------------- header
+
+
+def header(run_dir: Path, meta: dict[str, Any]) -> str:
+    gpus = meta.get("gpus") or []
+    if gpus:
+        gpu = "; ".join(f"{g.get('name')} ({fmt(g.get('memory_total_mb'))} MB)" for g in gpus)
+        if meta.get("gpu_driver"):
+            gpu += f"; driver {meta['gpu_driver']}"
+    else:
+        gpu = f"none: {meta.get('gpu_reason') or 'not recorded'}"
+    versions = {"python": meta.get("python"), "harness": meta.get("harness_version"), **(meta.get("versions") or {})}
+    commit = meta.get("git_commit") or "unknown"
+    if meta.get("git_dirty"):
+        commit += " (with uncommitted changes)"
+    memory = meta.get("memory_total_mb")
+    rows = [
+        (
+            "run",
+            f"{run_dir.name} · state {meta.get('state', '?')} · {meta.get('started', '?')} to {meta.get('ended') or '?'}",
+        ),
+        ("command", Raw(f"<code>{esc(meta.get('command') or '?')}</code>")),
+        (
+            "machine",
+            f"{meta.get('hostname', '?')}: {meta.get('cpu_model', '?')}, {meta.get('cpu_cores', '?')} usable cores "
+            f"({meta.get('cpu_count_logical', '?')} logical), "
+            f"{fmt(memory / 1024) if isinstance(memory, int | float) else '?'} GiB; {meta.get('platform', '?')}",
+        ),
+        ("GPU", gpu),
+        ("versions", ", ".join(f"{k} {v}" for k, v in versions.items() if v)),
+        ("git commit", commit),
+    ]
+    body = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
+    title = meta.get("label") or run_dir.name
+    return f'<header><h1>Benchmark report: {esc(title)}</h1><table class="meta">{body}</table></header>'
+
+
+# ---------------------------------------------------------------------- findings
+
+
+def _evidence(value: Any) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{esc(k)}: {esc(fmt(v))}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return "; ".join(esc(fmt(v)) for v in value)
+    return esc(fmt(value)) if value is not None else ""
+
+
+def findings_section(findings: list[dict[str, Any]] | None) -> str:
+    head = '<section id="findings"><h2>Findings</h2>'
+    if findings is None:
+        return head + '<p class="note">No diagnosis was run for this report.</p></section>'
+    if not findings:
+        return head + '<p class="note">No findings: no diagnosis rule fired.</p></section>'
+    ordered = sorted(findings, key=lambda f: SEVERITY_ORDER.get(str(f.get("severity", "")).lower(), 9))
+    rows, attrs = [], []
+    for f in ordered:
+        severity = str(f.get("severity", ""))
+        cells = f.get("cells") or []
+        if isinstance(cells, str):
+            cells = [cells]
+        links = Raw(", ".join(f'<a href="#cell-{esc(c)}">{esc(c)}</a>' for c in cells))
+        rows.append(
+            [
+                Raw(f'<span class="sev-{esc(severity.lower())}">{esc(severity)}</span>'),
+                f.get("rule", ""),
+                links,
+                Raw(_evidence(f.get("evidence"))),
+                f.get("hint", ""),
+            ]
+        )
+        attrs.append("")
+    return head + table(["severity", "rule", "cells", "evidence", "hint"], rows, attrs) + "</section>"
+
+
+# ---------------------------------------------------------------------- suites
+
+
+def _not_run(meta: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Cells the run planned (run.json) that have no record: shown as `not run`."""
+    done = {(r["id"], r["repeat"]) for r in records}
+    missing = []
+    for cell in meta.get("cells") or []:
+        for repeat in range(int(cell.get("repeats", 1))):
+            if (cell.get("id"), repeat) not in done:
+                missing.append(
+                    {
+                        "id": cell.get("id"),
+                        "suite": cell.get("suite"),
+                        "params": cell.get("params", {}),
+                        "repeat": repeat,
+                        "status": "not run",
+                        "reason": NOT_RUN_REASON,
+                        "metrics": {},
+                    }
+                )
+    return missing
+
+
+def _table_metrics(records: list[dict[str, Any]], rate: str | None) -> list[str]:
+    present = {k for r in records for k, v in r.get("metrics", {}).items() if figures._number(v)}
+    chosen = [rate] if rate else []
+    if rate and f"{rate}_drift_pct_per_min" in present:
+        chosen.append(f"{rate}_drift_pct_per_min")
+    chosen += [m for m in HEADLINE if m in present and m not in chosen]
+    return chosen[:MAX_TABLE_METRICS]
+
+
+def cells_table(records: list[dict[str, Any]], rate: str | None) -> str:
+    varying = figures.varying_params(records) or [k for k in (records[0].get("params") or {})][:4]
+    metrics = _table_metrics(records, rate)
+    headers = ["id", "repeat", *varying, "status", "reason", *metrics, "warnings"]
+    rows, attrs = [], []
+    seen: set[str] = set()
+    for rec in records:
+        cid = str(rec.get("id"))
+        anchor = f'<a id="cell-{esc(cid)}"></a>' if cid not in seen else ""
+        seen.add(cid)
+        params = rec.get("params") or {}
+        status = str(rec.get("status"))
+        warnings = rec.get("warnings") or []
+        rows.append(
+            [
+                Raw(f'{anchor}<span id="cell-{esc(cid)}-{esc(rec.get("repeat"))}">{esc(cid)}</span>'),
+                rec.get("repeat"),
+                *(
+                    params.get(p) if not isinstance(params.get(p), dict | list) else json.dumps(params.get(p))
+                    for p in varying
+                ),
+                status,
+                rec.get("reason") or "",
+                *(rec.get("metrics", {}).get(m) for m in metrics),
+                "; ".join(str(w) for w in warnings),
+            ]
+        )
+        attrs.append(f' class="status-{esc(status.replace(" ", "-"))}"')
+    return table(headers, rows, attrs)
+
+
+def suite_section(
+    run_dir: Path, meta: dict[str, Any], suite: str, records: list[dict[str, Any]], charts: Charts
+) -> str:
+    parts = [f'<section class="suite" id="suite-{esc(suite)}"><h2>Suite {esc(suite)}</h2>']
+    ids = {r["id"] for r in records}
+    bad = [r for r in records if r.get("status") != "ok"]
+    summary = f"{len(ids)} cells, {len(records)} cell-repeats"
+    if bad:
+        summary += f", {len(bad)} not ok (see the table: they are excluded from the charts' medians)"
+    parts.append(f"<p>{esc(summary)}</p>")
+    rate = figures.primary_rate(records)
+
+    parts.append("<h3>Scaling</h3>")
+    fig = None
+    if rate:
+        fig = figures.scaling_figure(records, rate, meta.get("cpu_cores"))
+        kind = "scaling"
+        if fig is None:
+            fig, kind = figures.bars_figure(records, rate), "throughput"
+    if fig is not None:
+        parts.append(charts.embed(fig, kind))
+    else:
+        parts.append('<p class="note">No successful cell reported a throughput (a *_per_s metric).</p>')
+
+    series = []
+    for rec in records:
+        frame = figures.load_series(run_dir, rec)
+        if frame is not None:
+            label = f"{figures.cell_label(rec, figures.varying_params(records))} #{rec.get('repeat')}"
+            if rec.get("status") != "ok":
+                label += f" ({rec.get('status')})"
+            series.append((label, frame))
+
+    parts.append("<h3>Throughput over time</h3>")
+    fig = None
+    if rate:
+        counter_rate, scale = (
+            (rate.removesuffix("_per_min") + "_per_s", 60.0) if rate.endswith("_per_min") else (rate, 1.0)
+        )
+        fig = figures.timeline_figure(series, counter_rate, f"{rate} over time (1 s windows)", rate, scale)
+    if fig is not None:
+        parts.append(charts.embed(fig, "throughput-time"))
+    else:
+        parts.append(
+            '<p class="note">No rate series: cells shorter than about 1.5 s record fewer than two samples.</p>'
+        )
+
+    for name in figures.hist_names(records):
+        fig = figures.hist_figure(records, name)
+        if fig is not None:
+            parts.append(f"<h3>Histogram: {esc(name)}</h3>")
+            parts.append(charts.embed(fig, "histogram"))
+
+    parts.append("<h3>GPU</h3>")
+    gpu_figs = [
+        figures.timeline_figure(series, "gpu_util", "GPU utilisation", "GPU busy (%)"),
+        figures.timeline_figure(series, "gpu_mem_mb", "GPU memory of the cell's processes", "MB"),
+    ]
+    if any(f is not None for f in gpu_figs):
+        parts += [charts.embed(f, "gpu") for f in gpu_figs if f is not None]
+    else:
+        reason = meta.get("gpu_reason") or "the cells used no GPU"
+        parts.append(f'<p class="note">No GPU samples ({esc(reason)}).</p>')
+
+    parts.append("<h3>CPU and memory</h3>")
+    cpu_figs = [
+        figures.timeline_figure(series, "cpu_util", "CPU use of the cell's process tree", "CPU (%, 100 = one core)"),
+        figures.timeline_figure(series, "rss_mb", "Resident memory of the cell's process tree", "RSS (MB)"),
+    ]
+    if any(f is not None for f in cpu_figs):
+        parts += [charts.embed(f, "cpu") for f in cpu_figs if f is not None]
+    else:
+        parts.append('<p class="note">No CPU samples.</p>')
+
+    parts.append("<h3>Cells</h3>")
+    parts.append(cells_table(records, rate))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def render_run(
+    run_dir: Path,
+    meta: dict[str, Any],
+    records: list[dict[str, Any]],
+    findings: list[dict[str, Any]] | None = None,
+) -> str:
+    everything = records + _not_run(meta, records)
+    suites: dict[str, list[dict[str, Any]]] = {}
+    for rec in everything:
+        suites.setdefault(str(rec.get("suite")), []).append(rec)
+    charts = Charts()
+    parts = [header(run_dir, meta)]
+    if suites:
+        nav = " · ".join(f'<a href="#suite-{esc(s)}">{esc(s)}</a>' for s in suites)
+        parts.append(f"<nav>Suites: {nav} · <a href='#findings'>findings</a></nav>")
+    parts.append(findings_section(findings))
+    if not suites:
+        parts.append('<p class="note">This run has no cells yet.</p>')
+    for suite, recs in suites.items():
+        parts.append(suite_section(run_dir, meta, suite, recs, charts))
+    return page(f"report: {meta.get('label') or run_dir.name}", parts)
+
+
+def write_html(
+    run_dir: Path,
+    meta: dict[str, Any],
+    records: list[dict[str, Any]],
+    findings: list[dict[str, Any]] | None = None,
+) -> Path:
+    path = run_dir / REPORT_FILE
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(render_run(run_dir, meta, records, findings), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+# ---------------------------------------------------------------------- compare
+
+
+def _run_summary(name: str, run_dir: Path, meta: dict[str, Any]) -> list[tuple[str, Any]]:
+    gpus = "; ".join(str(g.get("name")) for g in meta.get("gpus") or []) or "none"
+    return [
+        (
+            f"run {name}",
+            f"{run_dir} · commit {meta.get('git_commit') or '?'} · {meta.get('hostname', '?')}, "
+            f"{meta.get('cpu_cores', '?')} cores, GPU {gpus} · {meta.get('started', '?')}",
+        ),
+        (f"command {name}", Raw(f"<code>{esc(meta.get('command') or '?')}</code>")),
+    ]
+
+
+def _ratio_figure(rows: list[dict[str, Any]]) -> figures.Figure:
+    colours = {"better": "#1a7f37", "worse": "#b00020", "same": "#555555"}
+    data = []
+    for name, colour in colours.items():
+        picked = [r for r in rows if r["verdict"] == name]
+        if not picked:
+            continue
+        stats = [(r["ratio"], r["low"], r["high"]) for r in picked]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "x": [r["ratio"] for r in picked],
+                "y": [esc(f"{r['label']} · {r['metric']}") for r in picked],
+                "name": name,
+                "marker": {"color": colour, "size": 8},
+                **figures._error(stats, "error_x"),
+            }
+        )
+    return figures.figure(
+        data,
+        "B / A: ratio of medians with 95% bootstrap interval",
+        "ratio B / A (log axis; 1 = unchanged)",
+        "",
+        height=max(300, 80 + 24 * len(rows)),
+        margin={"l": 20},
+        xaxis={"type": "log"},
+        shapes=[
+            {
+                "type": "line",
+                "x0": 1,
+                "x1": 1,
+                "xref": "x",
+                "y0": 0,
+                "y1": 1,
+                "yref": "paper",
+                "line": {"dash": "dot", "color": "#888"},
+            }
+        ],
+    )
+
+
+def _status(cell: dict[str, Any]) -> str:
+    if "status_a" in cell:
+        return f"A: {cell['status_a']}; B: {cell['status_b']}"
+    return str(cell["status"])
+
+
+def render_compare(comparison: Any) -> str:
+    """compare.html: the ratio chart for metrics with a direction, every ratio in a
+    sortable table, and the cells that could not be matched."""
+    charts = Charts()
+    meta_rows = _run_summary("A", comparison.run_a, comparison.meta_a) + _run_summary(
+        "B", comparison.run_b, comparison.meta_b
+    )
+    body = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in meta_rows)
+    parts = [f'<header><h1>Comparison: B / A</h1><table class="meta">{body}</table></header>']
+    directed = [r for r in comparison.rows if r["direction"]]
+    counts = {v: sum(r["verdict"] == v for r in directed) for v in ("better", "worse", "same")}
+    parts.append(
+        f"<p>{counts['better']} better, {counts['worse']} worse, {counts['same']} same "
+        f"(metrics with a known direction, over {len({r['id'] for r in comparison.rows})} matched cells). "
+        "A verdict needs the whole 95% interval beyond 1; with one repeat a side there is no interval.</p>"
+    )
+    if directed:
+        parts.append(charts.embed(_ratio_figure(directed), "compare"))
+    headers = ["suite", "cell", "id", "metric", "better when", "A median", "B median", "ratio", "low", "high"]
+    headers += ["n A", "n B", "verdict"]
+    rows = [
+        [
+            r["suite"],
+            r["label"],
+            r["id"],
+            r["metric"],
+            r["direction"] or "–",
+            r["median_a"],
+            r["median_b"],
+            r["ratio"],
+            r["low"],
+            r["high"],
+            r["n_a"],
+            r["n_b"],
+            r["verdict"],
+        ]
+        for r in comparison.rows
+    ]
+    attrs = [f' class="verdict-{esc(r["verdict"])}"' for r in comparison.rows]
+    parts.append("<h2>Every matched metric</h2>")
+    parts.append(
+        table(headers, rows, attrs) if rows else '<p class="note">No matched cell with numbers on both sides.</p>'
+    )
+    for title, cells in (
+        ("Cells only in A", comparison.only_a),
+        ("Cells only in B", comparison.only_b),
+        ("Matched cells without a successful repeat on one side", comparison.unusable),
+    ):
+        parts.append(f"<h2>{esc(title)}</h2>")
+        if cells:
+            parts.append(
+                table(
+                    ["id", "suite", "cell", "status", "reason"],
+                    [[c["id"], c["suite"], c["label"], _status(c), c.get("reason") or ""] for c in cells],
+                )
+            )
+        else:
+            parts.append('<p class="note">None.</p>')
+    return page("comparison", parts)

@@ -1,0 +1,110 @@
+"""summary.md: the cells table and the findings, for CI step summaries (GitHub renders
+HTML inside markdown, so user text is HTML-escaped as well as kept off the table's pipes)."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.report.figures import primary_rate, varying_params
+from harness.report.html import SEVERITY_ORDER, fmt
+from harness.results import summary_frame
+
+MARKDOWN_FILE = "summary.md"
+MAX_METRICS = 4
+
+
+def md(value: Any) -> str:
+    """One table cell: HTML-escaped, pipes escaped, on one line."""
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "–"
+    text = fmt(value) if not isinstance(value, str) else value
+    text = html.escape(text, quote=False).replace("|", "\\|")
+    return " ".join(text.split())
+
+
+def _row(cells: list[Any]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def cells_table(records: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    summary = summary_frame(records)
+    for suite, group in summary.groupby("suite", sort=False):
+        suite_records = [r for r in records if r["suite"] == suite]
+        varying = varying_params(suite_records)
+        rate = primary_rate(suite_records)
+        metrics = [m for m in (rate, "work_done", "cpu_util_mean", "rss_peak_mb") if m and f"{m}_median" in group]
+        metrics = metrics[:MAX_METRICS]
+        lines += [f"### {md(suite)}", ""]
+        headers = ["id", *varying, "status", "ok/repeats", *(f"{m} (median)" for m in metrics), "reason"]
+        lines.append(_row([md(h) for h in headers]))
+        lines.append(_row(["---"] * len(headers)))
+        for _, row in group.iterrows():
+            cells = [
+                md(row["id"]),
+                *(md(row[p]) for p in varying),
+                "ok" if row["status"] == "ok" else f"**{md(row['status'])}**",
+                f"{int(row['ok'])}/{int(row['repeats'])}",
+                *(md(row[f"{m}_median"]) for m in metrics),
+                md(row["reason"]) if isinstance(row["reason"], str) else "",
+            ]
+            lines.append(_row(cells))
+        lines.append("")
+    return lines
+
+
+def findings_lines(findings: list[dict[str, Any]] | None) -> list[str]:
+    lines = ["## Findings", ""]
+    if findings is None:
+        return lines + ["No diagnosis was run.", ""]
+    if not findings:
+        return lines + ["No findings.", ""]
+    lines.append(_row(["severity", "rule", "cells", "evidence", "hint"]))
+    lines.append(_row(["---"] * 5))
+    for f in sorted(findings, key=lambda f: SEVERITY_ORDER.get(str(f.get("severity", "")).lower(), 9)):
+        cells = f.get("cells") or []
+        evidence = f.get("evidence")
+        if isinstance(evidence, dict):
+            evidence = "; ".join(f"{k}: {fmt(v)}" for k, v in evidence.items())
+        lines.append(
+            _row(
+                [
+                    md(f.get("severity", "")),
+                    md(f.get("rule", "")),
+                    md(", ".join(map(str, cells)) if isinstance(cells, list) else cells),
+                    md(evidence if evidence is not None else ""),
+                    md(f.get("hint", "")),
+                ]
+            )
+        )
+    return lines + [""]
+
+
+def render(meta: dict[str, Any], records: list[dict[str, Any]], findings: list[dict[str, Any]] | None = None) -> str:
+    failed = sum(r["status"] != "ok" for r in records)
+    title = meta.get("label") or "run"
+    gpu = "; ".join(str(g.get("name", "?")) for g in meta.get("gpus") or []) or f"none ({meta.get('gpu_reason')})"
+    lines = [
+        f"## Benchmark: {md(title)}",
+        "",
+        f"{len(records)} cell-repeats, {failed} not ok; commit {md(meta.get('git_commit') or 'unknown')}; "
+        f"{md(meta.get('cpu_cores', '?'))} cores; GPU: {md(gpu)}",
+        "",
+    ]
+    if not records:
+        lines += ["No finished cells.", ""]
+    lines += cells_table(records) if records else []
+    lines += findings_lines(findings)
+    return "\n".join(lines)
+
+
+def write_markdown(
+    run_dir: Path, meta: dict[str, Any], records: list[dict[str, Any]], findings: list[dict[str, Any]] | None = None
+) -> Path:
+    path = run_dir / MARKDOWN_FILE
+    path.write_text(render(meta, records, findings), encoding="utf-8")
+    return path

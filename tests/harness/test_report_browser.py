@@ -1,0 +1,143 @@
+"""report.html in a real browser: headless Chromium through Playwright for Python.
+
+Needs the Debian package `chromium` (.ci/run installs it) and the `playwright` Python
+package (the dev extra); Playwright's own browser downloads are not used. Skips, saying
+what is missing, where either is absent.
+"""
+
+import base64
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.store import RunStore
+from tests.conftest import run_dirs
+from tests.harness.report_data import FINDINGS, XSS, make_run
+
+pytestmark = pytest.mark.slow
+
+
+def _chromium() -> str | None:
+    for candidate in (os.environ.get("HARNESS_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium")):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return None
+
+
+SPEC = f"""
+label = "{XSS}"
+warmup = 0.2
+duration = 0.7
+timeout = 30
+
+[[matrix]]
+suite = "synthetic"
+params = {{ kind = "spin", workers = [1, 2] }}
+
+[[matrix]]
+suite = "synthetic"
+params = {{ kind = "spin", workers = 1, fail = "raise", fail_after_s = 0 }}
+
+[[matrix]]
+suite = "command"
+params = {{ argv = "{XSS}" }}
+"""
+
+# Decodes the screenshot in a blank page and measures how much its pixels vary.
+PIXEL_STATS_JS = """async (data) => {
+  const img = new Image();
+  img.src = "data:image/png;base64," + data;
+  await img.decode();
+  const canvas = document.createElement("canvas");
+  canvas.width = img.width; canvas.height = img.height;
+  const ctx = canvas.getContext("2d");
+  ctx.drawImage(img, 0, 0);
+  const px = ctx.getImageData(0, 0, img.width, img.height).data;
+  let n = 0, sum = 0, sq = 0, inked = 0;
+  for (let i = 0; i < px.length; i += 4) {
+    const y = 0.299 * px[i] + 0.587 * px[i + 1] + 0.114 * px[i + 2];
+    n++; sum += y; sq += y * y; if (y < 200) inked++;
+  }
+  const mean = sum / n;
+  return {std: Math.sqrt(sq / n - mean * mean), inked: inked / n, width: img.width};
+}"""
+
+
+@pytest.fixture(scope="module")
+def page():
+    """One page for the module: navigating it again lets Chromium reuse its compile of the
+    inlined plotly.js (4 MB), which is most of the time a report takes to load."""
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("chromium not found at /usr/bin/chromium (apt-get install chromium, or set HARNESS_CHROMIUM)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install -e '.[dev]')")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=executable, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        yield page
+        browser.close()
+
+
+def open_report(page, path: Path, screenshot: Path | None = None) -> dict:
+    problems: list[str] = []
+    handlers = {
+        "pageerror": lambda exc: problems.append(f"page error: {exc}"),
+        "console": lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None,
+        "dialog": lambda dialog: (problems.append(f"dialog: {dialog.message}"), dialog.dismiss()),
+    }
+    for event, handler in handlers.items():
+        page.on(event, handler)
+    page.goto(path.as_uri(), wait_until="load")
+    charts = page.eval_on_selector_all(
+        ".chart", "els => els.map(e => [e.dataset.chart, e.querySelectorAll('.js-plotly-plot .main-svg').length])"
+    )
+    title = page.inner_text("h1")
+    # sort a table by its status column and back: the sorting script runs without errors
+    header = page.locator("table.sortable th", has_text="status").first
+    header.click()
+    header.click()
+    shot = page.screenshot(path=str(screenshot) if screenshot else None)
+    stats = page.evaluate(PIXEL_STATS_JS, base64.b64encode(shot).decode())
+    for event, handler in handlers.items():
+        page.remove_listener(event, handler)
+    return {"problems": problems, "charts": charts, "title": title, "pixels": stats}
+
+
+def test_report_of_a_real_sweep_draws_every_chart_in_chromium(page, cli, tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    result = cli("sweep", spec, "--out", tmp_path / "out", "--quiet")
+    assert result.exit_code == 1, result.output  # two cells fail on purpose
+    (run_dir,) = run_dirs(tmp_path / "out")
+    report = run_dir / "report.html"
+    assert str(report) in result.output
+    statuses = sorted(r["status"] for r in RunStore.open(run_dir).records())
+    assert statuses == ["error", "error", "ok", "ok"]
+    text = report.read_text()
+    assert XSS not in text and "injected failure" in text and "cannot start" in text
+
+    seen = open_report(page, report)
+    assert seen["problems"] == []
+    kinds = [kind for kind, _ in seen["charts"]]
+    assert {"scaling", "throughput-time", "cpu"} <= set(kinds), kinds
+    assert all(drawn > 0 for _, drawn in seen["charts"]), seen["charts"]
+    assert XSS in seen["title"]  # shown as text, not run as a script
+    assert seen["pixels"]["std"] > 10 and seen["pixels"]["inked"] > 0.01, seen["pixels"]
+
+
+def test_histograms_gpu_timelines_and_findings_draw_in_chromium(page, tmp_path):
+    from harness.report.html import write_html
+
+    run_dir = make_run(tmp_path, XSS, fail="c-local-2")
+    store = RunStore.open(run_dir)
+    report = write_html(run_dir, store.meta(), store.records(), FINDINGS)
+    seen = open_report(page, report)
+    assert seen["problems"] == []
+    kinds = [kind for kind, _ in seen["charts"]]
+    assert kinds.count("gpu") == 2 and "histogram" in kinds and "scaling" in kinds, kinds
+    assert all(drawn > 0 for _, drawn in seen["charts"]), seen["charts"]
+    assert seen["pixels"]["std"] > 10, seen["pixels"]
