@@ -25,10 +25,9 @@ import numpy as np
 
 from harness import baseline as baselines
 from harness.baseline import ok_values
-from harness.directions import direction, is_throughput
 from harness.errors import UserError
 from harness.labels import cell_label, suite_defaults
-from harness.stats import ratio_of_medians, verdict
+from harness.stats import direction, ratio_of_medians, verdict
 from harness.store import write_json_atomic
 
 # Tuned by benchmarks/gate_trial.py (docs/benchmarks.md, "CI gate trial").
@@ -79,6 +78,11 @@ class Check:
     high: float | None = None
     p_value: float | None = None
     note: str = ""
+
+
+def is_throughput(metric: str) -> bool:
+    """A rate of work over the measured window: what --normalize divides."""
+    return direction(metric) == "higher" and metric.endswith(("_per_s", "_per_min"))
 
 
 # ---------------------------------------------------------------------- matching
@@ -253,7 +257,7 @@ def _validate_metrics(opts: GateOptions, cells: list[dict[str, Any]]) -> None:
         if direction(metric) is None:
             raise UserError(
                 f"--metric {metric}: its name does not say whether higher or lower is better "
-                "(rates *_per_s, *_ms, *_mb, exploitability ... do); pick another metric"
+                "(rates *_per_s, times *_ms, rss and mem sizes, exploitability ... do); pick another metric"
             )
 
 

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from harness.baseline import load_run, ok_values
-from harness.directions import direction
 from harness.errors import UserError
 from harness.labels import cell_label
+from harness.stats import direction
 from harness.store import RUN_FILE
 
 DEFAULT_METRIC_ORDER = (

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.baseline import load_run, ok_values
-from harness.directions import direction
 from harness.errors import UserError
 from harness.labels import cell_label
+from harness.stats import direction
 
 _TIME_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 _RATE_SCALE = {"s": 1.0, "min": 60.0, "h": 3600.0}

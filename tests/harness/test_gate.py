@@ -9,8 +9,7 @@ import pytest
 
 from harness.baseline import load as load_baseline
 from harness.baseline import load_run
-from harness.directions import direction
-from harness.gate import GateOptions, evaluate, parse_tolerance
+from harness.gate import GateOptions, evaluate, is_throughput, parse_tolerance
 from tests.conftest import run_dirs
 from tests.harness.constructed_runs import SPIN, cells, make_run, record
 
@@ -95,11 +94,9 @@ def test_missing_suite_is_reported_not_a_crash(tmp_path):
     assert result["verdict"] == "pass" and [c["metric"] for c in dropped] == ["iterations_per_s"]
 
 
-def test_directions_and_tolerance_parsing():
-    assert direction("games_per_min") == "higher" and direction("batch_mean") == "higher"
-    assert direction("wait_ms_p95") == "lower" and direction("exploitability") == "lower"
-    assert direction("rss_peak_mb") == "lower" and direction("wall_s") == "lower"
-    assert direction("cpu_util_mean") is None and direction("iterations_per_s_drift_pct_per_min") is None
+def test_throughputs_and_tolerance_parsing():
+    assert is_throughput("games_per_min") and is_throughput("units_per_s")
+    assert not is_throughput("batch_mean") and not is_throughput("iterations_per_s_drift_pct_per_min")
     assert parse_tolerance("10%") == pytest.approx(0.1) and parse_tolerance("0.05") == 0.05
     assert parse_tolerance("2.5 %") == pytest.approx(0.025)
 
