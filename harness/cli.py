@@ -130,5 +130,79 @@ def diagnose(
     return cmd_diagnose(run_dir, json_)
 
 
+baseline_app = typer.Typer(help="Save runs as baselines for `harness gate`.", no_args_is_help=True)
+app.add_typer(baseline_app, name="baseline")
+BaselineDirOpt = typer.Option(Path("results/baselines"), "--dir", help="where baselines are kept")
+
+
+@baseline_app.command("save")
+@user_errors_exit_2
+def baseline_save(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    name: str = typer.Option(..., "--name", help="baseline name: written as DIR/NAME.json"),
+    directory: Path = BaselineDirOpt,
+    bound_slack: float = typer.Option(0.10, "--bound-slack", help="quality bounds = worst repeat x (1 + this)"),
+) -> int:
+    """Freeze a run's per-repeat metrics and metadata into a baseline file."""
+    from harness.baseline import cmd_baseline_save
+
+    return cmd_baseline_save(run_dir, name, directory, bound_slack)
+
+
+@app.command()
+@user_errors_exit_2
+def gate(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    baseline: str = typer.Option(
+        ..., "--baseline", help="baseline name (in --dir), a baseline .json, or a run directory"
+    ),
+    directory: Path = BaselineDirOpt,
+    tolerance: str = typer.Option(
+        None, "--tolerance", help="e.g. 10% (default: see docs/benchmarks.md, CI gate trial)"
+    ),
+    metric: list[str] = typer.Option(
+        None, "--metric", help="metrics to speed-gate (default: every throughput); repeatable"
+    ),
+    normalize: str = typer.Option(
+        None, "--normalize", help="synthetic: divide throughputs by the same run's spin units/s"
+    ),
+    confidence: float = typer.Option(0.95, "--confidence", help="bootstrap interval of the ratio of medians"),
+    ignore_param: list[str] = typer.Option(None, "--ignore-param", help="match cells as if this param were equal"),
+) -> int:
+    """Compare a run with a baseline: exit 1 on any regression, 0 otherwise, 2 on bad input."""
+    from harness.gate import cmd_gate
+
+    return cmd_gate(run_dir, baseline, directory, tolerance, metric, normalize, confidence, ignore_param)
+
+
+@app.command()
+@user_errors_exit_2
+def history(
+    suite: str = typer.Option(None, "--suite", help="only this suite's cells"),
+    metric: str = typer.Option(
+        None, "--metric", help="default: the suite's throughput (iterations_per_s, games_per_min, ...)"
+    ),
+    results: Path = typer.Option(commands.DEFAULT_RESULTS, "--results", help="directory holding run directories"),
+    html: Path = typer.Option(None, "--html", help="chart path (default RESULTS/history-SUITE-METRIC.html)"),
+) -> int:
+    """Every run's median of a metric in time order, with its git commit: table and HTML chart."""
+    from harness.history import cmd_history
+
+    return cmd_history(suite, metric, results, html)
+
+
+@app.command()
+@user_errors_exit_2
+def export(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    pyperf: Path = typer.Option(None, "--pyperf", help="write a pyperf BenchmarkSuite JSON here"),
+    metric: list[str] = typer.Option(None, "--metric", help="metrics to export (default: every rate); repeatable"),
+) -> int:
+    """Export a run for other tools: --pyperf OUT.json (rates become time per unit)."""
+    from harness.report.pyperf import cmd_export
+
+    return cmd_export(run_dir, pyperf, metric)
+
+
 if __name__ == "__main__":
     app()
