@@ -24,6 +24,7 @@ import psutil
 
 from harness.matrix import Cell
 from harness.monitors import Monitor, MonitorResult, default_monitors
+from harness.profile import dump_stacks
 from harness.store import RunStore, utc_now
 
 KILL_GRACE_S = 3.0
@@ -142,7 +143,7 @@ class CellRunner:
         self,
         store: RunStore,
         monitors: Callable[[], list[Monitor]] = default_monitors,
-        on_deadline: DeadlineHook | None = None,
+        on_deadline: DeadlineHook | None = dump_stacks,
     ) -> None:
         self.store = store
         self.monitors = monitors
@@ -187,7 +188,10 @@ class CellRunner:
                 reason = f"no result within the {cell.timeout:g} s deadline; the cell's processes were killed"
                 if self.on_deadline is not None:
                     live = _alive(self._tree(proc.pid))
-                    dump = self.on_deadline(live, self.store, f"{cell.id}-{repeat}")
+                    try:
+                        dump = self.on_deadline(live, self.store, f"{cell.id}-{repeat}")
+                    except Exception as exc:  # noqa: BLE001 - a failed dump must not stop the kill
+                        reason += f" (stack dump failed: {type(exc).__name__}: {exc})"
         finally:
             # Ends the tree on every path: deadline, Ctrl-C, and a child that exited but
             # left workers behind.

@@ -1,0 +1,90 @@
+"""py-spy, two ways: stack dumps of a hung cell's processes, and a sampled profile of one cell.
+
+Both use py-spy's own CLI (`py-spy dump`, `py-spy record`); nothing here samples stacks
+itself. py-spy reads another process's memory, so it needs ptrace permission: as root,
+or with `kernel.yama.ptrace_scope` 0 for processes of the same user, or a container run
+with `--cap-add SYS_PTRACE`. Where it cannot attach, the dump file says why and the cell
+is killed all the same.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psutil
+
+from harness.store import RunStore
+
+STACKS_DIR = "stacks"
+PROFILES_DIR = "profiles"
+DUMP_TIMEOUT_S = 10.0
+DUMP_PARALLEL = 4  # py-spy pauses each target briefly; a few at a time keeps 128 workers fast
+PTRACE_HINT = (
+    "py-spy needs ptrace permission: run as root, set kernel.yama.ptrace_scope=0, "
+    "or give the container SYS_PTRACE (docker run --cap-add SYS_PTRACE)"
+)
+
+
+def py_spy() -> str | None:
+    return shutil.which("py-spy")
+
+
+def dump_stacks(procs: list[psutil.Process], store: RunStore, key: str) -> str | None:
+    """`py-spy dump` every process into stacks/<key>.txt; returns its path in the run dir.
+
+    This is runner.CellRunner's default deadline hook: it runs before the kill, while the
+    hung processes still sit where they hang.
+    """
+    path = store.root / STACKS_DIR / f"{key}.txt"
+    path.parent.mkdir(exist_ok=True)
+    exe = py_spy()
+    if exe is None:
+        sections = ["py-spy was not found on PATH, so no stacks were dumped (pip install py-spy)"]
+    elif not procs:
+        sections = ["no live process of the cell was found at the deadline"]
+    else:
+        with ThreadPoolExecutor(max_workers=DUMP_PARALLEL) as pool:
+            sections = list(pool.map(lambda proc: _dump_one(exe, proc), procs))
+    path.write_text(f"stack dump of cell {key} at its deadline ({len(procs)} processes)\n\n" + "\n\n".join(sections))
+    return store.relative(path)
+
+
+def _dump_one(exe: str, proc: psutil.Process) -> str:
+    try:
+        cmdline = " ".join(proc.cmdline())[:200]
+    except psutil.Error:
+        cmdline = "?"
+    head = f"=== pid {proc.pid}: {cmdline}"
+    try:
+        done = subprocess.run(
+            [exe, "dump", "--pid", str(proc.pid)],
+            capture_output=True,
+            text=True,
+            timeout=DUMP_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return f"{head}\npy-spy dump did not answer within {DUMP_TIMEOUT_S:g} s"
+    except OSError as exc:
+        return f"{head}\npy-spy could not be started: {exc}"
+    if done.returncode == 0:
+        return f"=== pid {proc.pid}\n{done.stdout.rstrip()}"  # py-spy prints the command line itself
+    return f"{head}\npy-spy could not dump this process: {_why(done.stderr)}"
+
+
+def _why(stderr: str) -> str:
+    """py-spy's first error line, with the remedy when it is a permission problem."""
+    lines = [line for line in stderr.splitlines() if line.strip() and not line.lstrip()[:1].isdigit()]
+    first = next((line for line in lines if line.startswith("Error")), lines[0] if lines else "no message")
+    text = first.removeprefix("Error: ").strip()
+    if "ermission" in stderr or "ptrace" in stderr.lower():
+        return f"{text} ({PTRACE_HINT})"
+    return text
+
+
+def profile_paths(store: RunStore, key: str) -> dict[str, Path]:
+    folder = store.root / PROFILES_DIR
+    folder.mkdir(exist_ok=True)
+    return {"speedscope": folder / f"{key}.speedscope.json", "flamegraph": folder / f"{key}.svg"}
