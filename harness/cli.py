@@ -103,5 +103,26 @@ def report(
     return commands.cmd_report(run_dir, csv)
 
 
+@app.command()
+@user_errors_exit_2
+def profile(
+    suite: str = typer.Argument(..., help="suite name (see `harness suites`)"),
+    set_: list[str] = SetOpt,
+    duration: float = DurationOpt,
+    warmup: float = WarmupOpt,
+    timeout: float = TimeoutOpt,
+    rate: int = typer.Option(100, "--rate", help="py-spy samples per second"),
+    native: bool = typer.Option(False, "--native", help="also sample C/C++ frames (torch, numpy)"),
+    flamegraph: bool = typer.Option(
+        False, "--flamegraph", help="also write a flamegraph SVG (runs the cell a second time)"
+    ),
+    out: Path = OutOpt,
+) -> int:
+    """Run one cell under py-spy (all its processes); write a speedscope profile into the run."""
+    from harness.profile import cmd_profile
+
+    return cmd_profile(suite, set_, duration, warmup, timeout, rate, native, flamegraph, out)
+
+
 if __name__ == "__main__":
     app()

@@ -34,6 +34,9 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 # Called at a deadline, before anything is killed, with the cell's live processes and the
 # store; returns a path (relative to the run directory) of what it saved, or None.
 DeadlineHook = Callable[[list[psutil.Process], RunStore, str], "str | None"]
+# Turns the child's command line into the one started (e.g. under `py-spy record`), given
+# "<id>-<repeat>".
+CommandWrap = Callable[[list[str], str], list[str]]
 
 
 @dataclass
@@ -144,10 +147,12 @@ class CellRunner:
         store: RunStore,
         monitors: Callable[[], list[Monitor]] = default_monitors,
         on_deadline: DeadlineHook | None = dump_stacks,
+        wrap: CommandWrap | None = None,
     ) -> None:
         self.store = store
         self.monitors = monitors
         self.on_deadline = on_deadline
+        self.wrap = wrap
         self._current: subprocess.Popen[bytes] | None = None
         self._known: dict[int, psutil.Process] = {}
 
@@ -166,9 +171,12 @@ class CellRunner:
             }
         )
         monitors = self.monitors()
+        command = [sys.executable, "-m", "harness.cell", spec, str(scratch)]
+        if self.wrap is not None:
+            command = self.wrap(command, f"{cell.id}-{repeat}")
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.cell", spec, str(scratch)],
+                command,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
