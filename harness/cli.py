@@ -124,5 +124,24 @@ def profile(
     return cmd_profile(suite, set_, duration, warmup, timeout, rate, native, flamegraph, out)
 
 
+@app.command()
+@user_errors_exit_2
+def limits(
+    device: str = typer.Option("cpu", "--device", help="where the net runs: cpu or cuda"),
+    blocks: int = typer.Option(2, "--blocks", help="residual blocks of the self-play net"),
+    channels: int = typer.Option(32, "--channels", help="channels of the net's convolutions"),
+    batches: str = typer.Option("1,2,4,8,16,32,64,128,256,512,1024", "--batches", help="batch sizes to time"),
+    message_bytes: int = typer.Option(64, "--message-bytes", help="IPC payload per round trip"),
+    parts: str = typer.Option("ipc,net", "--parts", help="ipc, net or both"),
+    fast: bool = typer.Option(False, "--fast", help="pyperf --fast: rough numbers, half the time"),
+    pyperf_args: str = typer.Option(None, "--pyperf-args", help="extra pyperf options, e.g. '--rigorous'"),
+    out: Path = OutOpt,
+) -> int:
+    """pyperf micro benchmarks: IPC round trips and the net's evals/s per batch size."""
+    from harness.limits import cmd_limits
+
+    return cmd_limits(device, blocks, channels, batches, message_bytes, parts, fast, pyperf_args, out)
+
+
 if __name__ == "__main__":
     app()
