@@ -42,6 +42,7 @@ WarmupOpt = typer.Option(None, "--warmup", help="seconds excluded from rates")
 WorkOpt = typer.Option(None, "--work", help="fixed work units instead of a duration")
 TimeoutOpt = typer.Option(None, "--timeout", help="deadline per cell in seconds (default warmup+duration+60)")
 OutOpt = typer.Option(commands.DEFAULT_RESULTS, "--out", help="directory that receives run directories")
+MemoryOpt = typer.Option(None, "--memory-limit", help="address-space limit (RLIMIT_AS) of each cell's processes, in MB")
 
 
 @app.command()
@@ -63,9 +64,10 @@ def run(
     timeout: float = TimeoutOpt,
     json_: bool = typer.Option(False, "--json", help="print the cell's record as JSON"),
     out: Path = OutOpt,
+    memory_limit: float = MemoryOpt,
 ) -> int:
     """Run one cell and print its metrics."""
-    return commands.cmd_run(suite, set_, duration, warmup, work, timeout, json_, out)
+    return commands.cmd_run(suite, set_, duration, warmup, work, timeout, json_, out, memory_limit)
 
 
 @app.command()
@@ -87,9 +89,12 @@ def sweep(
     quiet: bool = typer.Option(False, "--quiet", help="plain lines, failures only"),
     executor: str = typer.Option("local", "--executor", help="local or ray"),
     address: str = typer.Option(None, "--address", help="Ray cluster address (with --executor ray)"),
+    memory_limit: float = MemoryOpt,
 ) -> int:
     """Run a matrix of cells; exit 0 if all are ok, 1 if any failed, 2 on bad input."""
-    overrides = commands.build_overrides(suite, workers, backend, set_, duration, warmup, work, repeats, timeout, label)
+    overrides = commands.build_overrides(
+        suite, workers, backend, set_, duration, warmup, work, repeats, timeout, label, memory_limit
+    )
     return commands.cmd_sweep(spec, overrides, out, resume, quiet, executor, address)
 
 
