@@ -140,12 +140,13 @@ def limits(
     parts: str = typer.Option("ipc,net", "--parts", help="ipc, net or both"),
     fast: bool = typer.Option(False, "--fast", help="pyperf --fast: rough numbers, half the time"),
     pyperf_args: str = typer.Option(None, "--pyperf-args", help="extra pyperf options, e.g. '--rigorous'"),
+    threads: int = typer.Option(0, "--threads", help="torch intra-op threads for the net (0 = torch's default)"),
     out: Path = OutOpt,
 ) -> int:
     """pyperf micro benchmarks: IPC round trips and the net's evals/s per batch size."""
     from harness.limits import cmd_limits
 
-    return cmd_limits(device, blocks, channels, batches, message_bytes, parts, fast, pyperf_args, out)
+    return cmd_limits(device, blocks, channels, batches, message_bytes, parts, fast, pyperf_args, out, threads)
 
 
 if __name__ == "__main__":

@@ -54,14 +54,15 @@ def cmd_limits(
     fast: bool,
     pyperf_args: str | None,
     out: Path,
+    threads: int = 0,
 ) -> int:
     if device not in ("cpu", "cuda"):
         raise UserError(f"--device {device!r}: allowed cpu, cuda")
     wanted = [p.strip() for p in parts.split(",") if p.strip()]
     if not wanted or set(wanted) - {"ipc", "net"}:
         raise UserError(f"--parts {parts!r}: allowed ipc, net or ipc,net")
-    if blocks < 0 or channels < 1 or message_bytes < 1:
-        raise UserError("--blocks must be >= 0, --channels and --message-bytes >= 1")
+    if blocks < 0 or channels < 1 or message_bytes < 1 or threads < 0:
+        raise UserError("--blocks and --threads must be >= 0, --channels and --message-bytes >= 1")
     sizes = parse_batches(batches)
     if "net" in wanted and device == "cuda":
         import torch
@@ -79,7 +80,14 @@ def cmd_limits(
         "ended": None,
         "state": "running",
         "cells": [],
-        "limits": {"device": device, "blocks": blocks, "channels": channels, "batches": sizes, "parts": wanted},
+        "limits": {
+            "device": device,
+            "blocks": blocks,
+            "channels": channels,
+            "threads": threads,
+            "batches": sizes,
+            "parts": wanted,
+        },
         "net_source": net_source,
     }
     store = RunStore.create(out, f"limits-{device}", meta)
@@ -87,7 +95,7 @@ def cmd_limits(
     command = [sys.executable, "-m", "harness.limits_bench", "--output", str(output)]
     command += ["--device", device, "--blocks", str(blocks), "--channels", str(channels)]
     command += ["--batches", ",".join(map(str, sizes)), "--message-bytes", str(message_bytes)]
-    command += ["--parts", ",".join(wanted), "--inherit-environ", "PYTHONPATH"]
+    command += ["--parts", ",".join(wanted), "--threads", str(threads), "--inherit-environ", "PYTHONPATH"]
     command += ["--fast"] if fast else []
     command += shlex.split(pyperf_args or "")
     env = {
@@ -102,7 +110,7 @@ def cmd_limits(
         store.update_meta(state="failed", ended=utc_now())
         tail = (store.root / LOG_FILE).read_text(errors="replace").strip().splitlines()[-5:]
         raise UserError(f"pyperf failed (exit {done.returncode}); {store.root / LOG_FILE}: " + " | ".join(tail))
-    records = records_from_pyperf(output, device, blocks, channels, planes, net_source, message_bytes, started)
+    records = records_from_pyperf(output, device, blocks, channels, planes, net_source, message_bytes, started, threads)
     for record in records:
         store.append(record)
     store.update_meta(state="finished", ended=utc_now())
@@ -120,6 +128,7 @@ def records_from_pyperf(
     net_source: str | None,
     message_bytes: int,
     started: str,
+    threads: int = 0,
 ) -> list[dict[str, Any]]:
     """pyperf's JSON -> one `ipc` and/or one `net` record in the shape of cells.jsonl."""
     import numpy as np
@@ -158,6 +167,7 @@ def records_from_pyperf(
         best = max(curve, key=lambda b: curve[b])
         net.update(evals_per_s_max=curve[best], evals_per_s_best_batch=int(best), evals_per_s_curve=curve)
         params = {"kind": "net", "device": device, "blocks": blocks, "channels": channels, "planes": planes}
+        params["threads"] = threads  # torch intra-op threads; 0 = torch's default
         record = _record(params, net, warnings, started, path)
         record["net_source"] = net_source
         records.append(record)

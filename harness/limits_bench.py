@@ -82,10 +82,12 @@ def _fallback_net(blocks: int, channels: int) -> Any:
     return Net().eval()
 
 
-def time_forward(loops: int, batch: int, device: str, blocks: int, channels: int) -> float:
+def time_forward(loops: int, batch: int, device: str, blocks: int, channels: int, threads: int = 0) -> float:
     import torch
 
     if "net" not in _state:
+        if threads > 0:
+            torch.set_num_threads(threads)
         build, planes, _ = net_builder()
         _state["net"] = build(blocks, channels).to(device)
         _state["planes"] = planes
@@ -205,6 +207,7 @@ def add_args(cmd: list[str], args: Any) -> None:
     """Our options, passed on to pyperf's worker processes."""
     cmd += ["--device", args.device, "--blocks", str(args.blocks), "--channels", str(args.channels)]
     cmd += ["--batches", args.batches, "--message-bytes", str(args.message_bytes), "--parts", args.parts]
+    cmd += ["--threads", str(args.threads)]
 
 
 def main() -> None:
@@ -218,6 +221,7 @@ def main() -> None:
     parser.add_argument("--batches", default="1,2,4,8,16,32,64,128,256,512,1024")
     parser.add_argument("--message-bytes", type=int, default=64)
     parser.add_argument("--parts", default="ipc,net")
+    parser.add_argument("--threads", type=int, default=0)
     args = runner.parse_args()
     parts = set(args.parts.split(","))
     size = args.message_bytes
@@ -229,7 +233,14 @@ def main() -> None:
         if "net" in parts:
             for batch in (int(b) for b in args.batches.split(",")):
                 runner.bench_time_func(
-                    f"forward_b{batch}", time_forward, batch, args.device, args.blocks, args.channels, inner_loops=1
+                    f"forward_b{batch}",
+                    time_forward,
+                    batch,
+                    args.device,
+                    args.blocks,
+                    args.channels,
+                    args.threads,
+                    inner_loops=1,
                 )
     finally:
         _cleanup()

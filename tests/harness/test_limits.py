@@ -18,6 +18,8 @@ def test_limits_writes_a_run_with_round_trips_and_an_evals_curve(cli, tmp_path):
         "--batches",
         "2",
         "--pyperf-args=--debug-single-value",
+        "--threads",
+        "1",
         "--out",
         tmp_path,
     )
@@ -31,6 +33,7 @@ def test_limits_writes_a_run_with_round_trips_and_an_evals_curve(cli, tmp_path):
         "blocks": 0,
         "channels": 4,
         "planes": net["params"]["planes"],
+        "threads": 1,
     }
     assert net["metrics"]["forward_ms_b2"] > 0
     assert net["metrics"]["evals_per_s_b2"] == pytest.approx(2 / (net["metrics"]["forward_ms_b2"] / 1e3))
