@@ -110,6 +110,18 @@ def report(
 
 @app.command()
 @user_errors_exit_2
+def diagnose(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    json_: bool = typer.Option(False, "--json", help="print the findings as JSON"),
+) -> int:
+    """Findings over a run: lost work, drift, idle or thrashing GPU, small batches, scaling, busy waits."""
+    from harness.diagnose import cmd_diagnose
+
+    return cmd_diagnose(run_dir, json_)
+
+
+@app.command()
+@user_errors_exit_2
 def profile(
     suite: str = typer.Argument(..., help="suite name (see `harness suites`)"),
     set_: list[str] = SetOpt,

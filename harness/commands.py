@@ -108,9 +108,22 @@ def finish_report(store: RunStore, records: list[dict[str, Any]], quiet: bool) -
     paths = write_csv(store.root, records)
     if not quiet:
         render(records)
+    print_findings(store, records, quiet)
     failed = sum(r["status"] != "ok" for r in records)
     print(f"{len(records)} cell-repeats, {failed} failed; run directory: {store.root}")
     print("reports: " + ", ".join(str(p) for p in paths))
+
+
+def print_findings(store: RunStore, records: list[dict[str, Any]], quiet: bool) -> None:
+    """The diagnoses at the end of a sweep: a table, or plain lines with --quiet."""
+    from harness.diagnose import diagnose
+    from harness.report.terminal import render_findings
+
+    findings = diagnose(records, store.meta())
+    if not quiet:
+        render_findings(findings)
+    for f in findings if quiet else []:
+        print(f"{f.severity} {f.rule} [{', '.join(f.cells)}]: {f.hint}")
 
 
 def cmd_run(

@@ -255,6 +255,15 @@ class Probe:
             return True
         return False
 
+    def stop(self) -> None:
+        """Close the measured window now, e.g. when fixed work is done: what follows (a final
+        exploitability evaluation, shutting workers down) then counts in no rate."""
+        if self._measure_end is None:
+            now = self._clock()
+            if self._measure_start is None:
+                self._enter_measure(now)
+            self._stop(now)
+
     def elapsed_measure_s(self) -> float:
         if self._measure_start is None:
             return 0.0
@@ -332,10 +341,15 @@ class Probe:
         from harness.stats import drift_pct_per_min
 
         measured: list[tuple[float, dict[str, float]]] = []
+        end = (self._measure_end if self._measure_end is not None else self._clock()) - self._t0
         for t, phase, counts in self._samples:
-            # forced samples at phase changes can sit a few ms from a periodic one; an
+            # only the measured window: samples taken while workers shut down (phase
+            # "stopped", after the window's closing sample) show the shutdown, not a drift.
+            # Forced samples at phase changes can sit a few ms from a periodic one; an
             # interval that short gives a meaningless rate, so keep samples >= half a period apart
-            if phase != "warmup" and (not measured or t - measured[-1][0] >= 0.5 * self._period):
+            if phase == "warmup" or t > end:
+                continue
+            if not measured or t - measured[-1][0] >= 0.5 * self._period:
                 measured.append((t, counts))
         out: dict[str, float] = {}
         if len(measured) < 4:

@@ -15,8 +15,19 @@ from harness.matrix import Cell
 HEADLINE_METRICS = ("iterations_per_s", "games_per_min", "nn_evals_per_s", "env_steps_per_s", "units_per_s")
 
 
-def short_params(params: dict[str, Any], limit: int = 6) -> str:
-    return " ".join(f"{k}={v}" for k, v in list(params.items())[:limit])
+def varying_keys(cells: list[Cell]) -> set[str]:
+    """Params that differ between the sweep's cells: the only ones worth printing per line."""
+    keys: set[str] = set()
+    for suite in {c.suite for c in cells}:
+        group = [c.params for c in cells if c.suite == suite]
+        for key in group[0]:
+            if len({repr(p.get(key)) for p in group}) > 1:
+                keys.add(key)
+    return keys
+
+
+def short_params(params: dict[str, Any], keys: set[str] | None = None) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items() if keys is None or k in keys)
 
 
 def headline(metrics: dict[str, Any]) -> str:
@@ -36,9 +47,11 @@ class Progress:
         self._task: Any = None
         self._done = 0
         self._total = 0
+        self._keys: set[str] | None = None
 
-    def begin(self, total: int, run_dir: Path) -> None:
+    def begin(self, cells: list[Cell], total: int, run_dir: Path) -> None:
         self._total = total
+        self._keys = varying_keys(cells)
         self.console.print(f"run directory: {run_dir}  ({total} cell-repeats to run)")
         if self.live:
             self._bar = RichProgress(
@@ -55,12 +68,12 @@ class Progress:
 
     def cell_started(self, cell: Cell, repeat: int) -> None:
         if self._bar is not None:
-            self._bar.update(self._task, description=f"{cell.suite} {short_params(cell.params)} #{repeat}")
+            self._bar.update(self._task, description=f"{cell.suite} {short_params(cell.params, self._keys)} #{repeat}")
 
     def cell_finished(self, record: dict[str, Any]) -> None:
         self._done += 1
         line = (
-            f"[{self._done}/{self._total}] {record['suite']} {short_params(record['params'])} "
+            f"[{self._done}/{self._total}] {record['suite']} {short_params(record['params'], self._keys)} "
             f"#{record['repeat']}: {record['status']}"
         )
         extra = headline(record["metrics"]) if record["status"] == "ok" else (record.get("reason") or "")

@@ -70,7 +70,7 @@ def execute(store: RunStore, cells: list[Cell], executor: Executor, progress: Pr
         )
         kill_tree(None, leftovers, grace_s=1.0)
     jobs = jobs_for(cells, store.finished())
-    progress.begin(len(jobs), store.root)
+    progress.begin(cells, len(jobs), store.root)
     store.update_meta(state="running", resumed=utc_now() if store.finished() else None)
     try:
         with sigterm_as_interrupt():

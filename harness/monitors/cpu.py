@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import psutil
 
@@ -18,28 +20,53 @@ def tree(root_pid: int) -> list[psutil.Process]:
         return []
 
 
+@dataclass
+class _Seen:
+    """The latest cumulative counters of one process, and its peak RSS."""
+
+    name: str
+    cpu_s: float = 0.0
+    rss_peak_mb: float = 0.0
+    ctx_vol: int = 0
+    ctx_invol: int = 0
+
+
 class CpuMonitor:
     """Summed CPU % (100 = one core busy) and RSS of every process under the cell's root.
 
     CPU use comes from deltas of each live process's cumulative CPU time between samples,
-    so short-lived workers count while they live.
+    so short-lived workers count while they live (what a process does after the last
+    sample that saw it is not counted: at most one period of it).
+
+    Metrics: cpu_util_mean / cpu_util_p95 (% of one core, summed over the tree), cpu_s
+    (CPU seconds of the whole tree), cpu_proc_cpu_s_max (the busiest process), rss_peak_mb
+    (peak of the summed RSS), rss_proc_peak_mb (the largest single process), cpu_ctx_vol /
+    cpu_ctx_invol (voluntary and involuntary context switches, summed), cpu_procs_peak
+    (most processes at once), cpu_procs_seen, cpu_procs ({pid: {name, cpu_s, rss_peak_mb,
+    ctx_vol, ctx_invol}}, busiest first, at most PER_PROCESS_MAX), and the
+    sampler's own cost: cpu_monitor_samples, cpu_monitor_cpu_s, cpu_monitor_cpu_pct (% of
+    one core). Series: cpu_util (%) and rss_mb.
     """
 
     name = "cpu"
+    PER_PROCESS_MAX = 64
 
     def __init__(self, period_s: float = 0.5) -> None:
         self.period_s = period_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._result = MonitorResult()
-        self._cpu_seen: dict[int, float] = {}
+        self._seen: dict[int, _Seen] = {}
         self._util: list[float] = []
         self._rss_peak = 0.0
         self._procs_peak = 0
         self._own_cpu_s = 0.0
+        self._started = 0.0
+        self._stopped = 0.0
 
     def start(self, root_pid: int) -> None:
         self._root = root_pid
+        self._started = time.monotonic()
         self._thread = threading.Thread(target=self._loop, name="cpu-monitor", daemon=True)
         self._thread.start()
 
@@ -51,41 +78,76 @@ class CpuMonitor:
             self._sample(now - last)
             self._own_cpu_s += time.thread_time() - t0
             last = now
+        self._stopped = time.monotonic()
 
     def _sample(self, dt: float) -> None:
         procs = tree(self._root)
         cpu_delta = 0.0
         rss = 0.0
+        alive = 0
         for proc in procs:
             try:
-                times = proc.cpu_times()
-                mem = proc.memory_info()
+                with proc.oneshot():
+                    times = proc.cpu_times()
+                    mem = proc.memory_info()
+                    ctx = proc.num_ctx_switches()
+                    seen = self._seen.get(proc.pid)
+                    if seen is None:
+                        seen = self._seen[proc.pid] = _Seen(proc.name())
             except psutil.Error:
                 continue
             total = times.user + times.system
-            cpu_delta += total - self._cpu_seen.get(proc.pid, 0.0)
-            self._cpu_seen[proc.pid] = total
+            cpu_delta += total - seen.cpu_s
+            seen.cpu_s = total
+            seen.rss_peak_mb = max(seen.rss_peak_mb, mem.rss / 2**20)
+            seen.ctx_vol, seen.ctx_invol = ctx.voluntary, ctx.involuntary
             self._result.processes.setdefault(proc.pid, proc)
             rss += mem.rss
+            alive += 1
         util = 100.0 * cpu_delta / dt if dt > 0 else 0.0
         wall = time.time()
         self._util.append(util)
         self._rss_peak = max(self._rss_peak, rss / 2**20)
-        self._procs_peak = max(self._procs_peak, len(procs))
+        self._procs_peak = max(self._procs_peak, alive)
         self._result.series += [(wall, "cpu_util", util), (wall, "rss_mb", rss / 2**20)]
 
     def stop(self) -> MonitorResult:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        m = self._result.metrics
+        self._result.metrics = self.summarise()
+        return self._result
+
+    def summarise(self) -> dict[str, Any]:
+        m: dict[str, Any] = {}
         if self._util:
             import numpy as np
 
             m["cpu_util_mean"] = float(np.mean(self._util))
             m["cpu_util_p95"] = float(np.percentile(self._util, 95))
+        seen = self._seen
+        m["cpu_s"] = sum(s.cpu_s for s in seen.values())
+        m["cpu_proc_cpu_s_max"] = max((s.cpu_s for s in seen.values()), default=0.0)
         m["rss_peak_mb"] = self._rss_peak
+        m["rss_proc_peak_mb"] = max((s.rss_peak_mb for s in seen.values()), default=0.0)
+        m["cpu_ctx_vol"] = sum(s.ctx_vol for s in seen.values())
+        m["cpu_ctx_invol"] = sum(s.ctx_invol for s in seen.values())
         m["cpu_procs_peak"] = self._procs_peak
+        m["cpu_procs_seen"] = len(seen)
+        busiest = sorted(seen.items(), key=lambda item: -item[1].cpu_s)[: self.PER_PROCESS_MAX]
+        m["cpu_procs"] = {
+            str(pid): {
+                "name": s.name,
+                "cpu_s": round(s.cpu_s, 3),
+                "rss_peak_mb": round(s.rss_peak_mb, 1),
+                "ctx_vol": s.ctx_vol,
+                "ctx_invol": s.ctx_invol,
+            }
+            for pid, s in busiest
+        }
         m["cpu_monitor_samples"] = len(self._util)
         m["cpu_monitor_cpu_s"] = self._own_cpu_s
-        return self._result
+        ran = (self._stopped or time.monotonic()) - self._started
+        if self._started and ran > 0:
+            m["cpu_monitor_cpu_pct"] = 100.0 * self._own_cpu_s / ran
+        return m

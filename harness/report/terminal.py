@@ -70,3 +70,22 @@ def render(records: list[dict[str, Any]], console: Console | None = None) -> Non
                 cells.append(text)
             table.add_row(*cells)
         console.print(table)
+
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def render_findings(findings: list[Any], console: Console | None = None) -> None:
+    """Diagnoses (harness.diagnose.Finding), most severe first: severity, rule and cells on
+    one line, the finding with its remedy indented below (hints are long; a table column
+    would fold them into a narrow strip)."""
+    console = console or Console()
+    if not findings:
+        console.print("diagnose: no findings")
+        return
+    console.print(f"[bold]diagnose: {len(findings)} finding{'s' if len(findings) != 1 else ''}[/bold]")
+    for f in findings:
+        style = SEVERITY_STYLE.get(f.severity, "")
+        cells = ", ".join(f.cells[:6]) + (f" +{len(f.cells) - 6} more" if len(f.cells) > 6 else "")
+        console.print(f"[{style}]{f.severity:<7}[/{style}] [bold]{f.rule}[/bold]  cells {escape(cells)}")
+        console.print(f"        {escape(f.hint)}", highlight=False)

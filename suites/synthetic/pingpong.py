@@ -113,8 +113,9 @@ def run_pingpong(params, probe: Probe) -> None:
             transport.start()
         for transport in transports:  # first messages pay for lazy set-up (feeder threads)
             transport.round_trip()
+        probe.phase("warmup")  # set-up is over: warm-up (and then the window) starts now
         done = 0
-        while not probe.should_stop():
+        while True:  # at least one round per transport, however loaded the machine
             for transport in transports:
                 metric = f"{transport.name}_rtt_us"
                 for _ in range(ROUND):
@@ -126,6 +127,8 @@ def run_pingpong(params, probe: Probe) -> None:
                 if probe.target_work is not None and done >= probe.target_work:
                     probe.work(requested=probe.target_work, done=done)
                     return
+            if probe.should_stop():
+                return
     finally:
         for transport in transports:
             try:

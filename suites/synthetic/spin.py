@@ -62,6 +62,7 @@ def run_spin(params, probe: Probe) -> None:
     try:
         for proc in procs:
             proc.start()
+        probe.phase("warmup")  # workers are up: start-up is not part of warm-up or the window
         while True:
             if fault is not None and time.monotonic() - started >= params.fail_after_s:
                 inject(fault, procs)

@@ -116,3 +116,30 @@ def test_ending_during_warmup_still_gives_finite_numbers():
     probe.count("units", 5)
     m = probe.finish()
     assert m["units"] == 5 and not math.isnan(m["wall_s"])
+
+
+def test_stop_closes_the_window_before_untimed_work():
+    clock = FakeClock()
+    probe = Probe(target_work=10, clock=clock)
+    clock.t = 2
+    probe.count("iterations", 10)
+    probe.stop()
+    assert probe.should_stop()
+    clock.t = 100  # e.g. a final exploitability evaluation
+    m = probe.finish()
+    assert m["iterations_per_s"] == 5 and m["measure_s"] == 2
+
+
+def test_drift_ignores_samples_taken_while_workers_shut_down():
+    clock = FakeClock()
+    probe = Probe(duration_s=10, clock=clock, series_period_s=1)
+    for _ in range(10):  # a steady 50/s over the whole measured window
+        clock.t += 1
+        probe.count("iterations", 50)
+        probe.should_stop()
+    assert probe.should_stop()
+    for _ in range(5):  # shutdown: a trickle, sampled after the window closed
+        clock.t += 1
+        probe.count("iterations", 1)
+    metrics = probe.finish()
+    assert metrics["iterations_per_s_drift_pct_per_min"] == pytest.approx(0.0, abs=1e-6)

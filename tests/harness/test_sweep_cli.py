@@ -97,6 +97,12 @@ def test_bad_input_exits_2_with_the_key_and_what_is_allowed(cli, tmp_path):
     assert [p for p in tmp_path.iterdir()] == []  # nothing was started
 
 
+def test_a_suite_refusing_its_input_makes_run_exit_2(cli, tmp_path):
+    result = cli("run", "command", "--work", "1", "--out", tmp_path)
+    assert result.exit_code == 2
+    assert "needs argv" in result.output
+
+
 def test_run_prints_metrics_as_json(cli, tmp_path):
     import json
 

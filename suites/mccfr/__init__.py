@@ -1,0 +1,70 @@
+"""MCCFR suite: external-sampling MCCFR on Kuhn, Leduc and a scalable Leduc.
+
+Importing this package is cheap (pydantic only); `run` imports numpy, numba and the
+solver when a cell starts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.probe import Probe, Resources, Suite, resolve_workers
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    game: Literal["kuhn", "leduc", "leduc_variant"] = Field(
+        "leduc", description="kuhn, leduc (OpenSpiel's leduc_poker) or leduc_variant (ranks/suits/raises)"
+    )
+    backend: Literal["sequential", "threads", "processes"] = Field("sequential", description="where iterations run")
+    workers: int = Field(1, ge=0, description="worker threads/processes (0 = one per core); sequential uses one")
+    batch_size: int = Field(
+        100,
+        ge=1,
+        description="iterations per batch, split over the workers; state syncs once per batch",
+        json_schema_extra={"unit": "iterations"},
+    )
+    sync: Literal["delta", "full", "shared"] = Field(
+        "delta",
+        description="how worker state travels: delta (changed rows), full (whole state), "
+        "shared (shared-memory tables updated in place)",
+    )
+    seed: int = Field(0, ge=0, description="random seed; a run is deterministic per seed and worker count")
+    exploitability_every: int = Field(
+        0,
+        ge=0,
+        description="exploitability checkpoint into the series every K iterations (0 = only at the end)",
+        json_schema_extra={"unit": "iterations"},
+    )
+    ranks: int = Field(13, ge=2, le=64, description="leduc_variant only: card ranks")
+    suits: int = Field(4, ge=1, le=16, description="leduc_variant only: suits per rank")
+    raises: int = Field(2, ge=1, le=6, description="leduc_variant only: raises allowed per betting round")
+    start_method: Literal["auto", "fork", "spawn", "forkserver"] = Field(
+        "auto", description="processes only: auto = fork unless torch is loaded, then spawn"
+    )
+
+
+def _resources(params: Params) -> Resources:
+    if params.backend == "sequential":
+        return Resources(cpus=1)
+    return Resources(cpus=min(resolve_workers(params.workers), params.batch_size))
+
+
+def run(params: Any, probe: Probe) -> None:
+    from suites.mccfr.driver import run_mccfr
+
+    run_mccfr(params, probe)
+
+
+SUITE = Suite(
+    name="mccfr",
+    description="external-sampling MCCFR on Kuhn/Leduc/large Leduc; sequential, threads, processes",
+    params=Params,
+    run=run,
+    resources=_resources,
+)
+
+__all__ = ["Params", "SUITE", "run"]

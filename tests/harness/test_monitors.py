@@ -1,0 +1,158 @@
+"""GPU sampler on replayed NVML-like samples, the no-GPU path, and the CPU sampler's new fields."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.monitors.cpu import CpuMonitor
+from harness.monitors.gpu import DeviceSample, GpuMonitor, PynvmlSource, ReplaySource
+
+
+@pytest.fixture
+def cell_tree():
+    """A stand-in cell: a session leader with one child, like `python -m harness.cell`."""
+    code = "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); print(p.pid, flush=True); time.sleep(30)"
+    root = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    child = int(root.stdout.readline())
+    try:
+        yield root.pid, child
+    finally:
+        os.killpg(root.pid, 9)
+        root.wait()
+
+
+def test_replayed_samples_give_utilisation_memory_and_the_cells_gpu_pids(cell_tree):
+    root, child = cell_tree
+    stranger = os.getpid()  # on the GPU, but not in the cell's session or tree
+    samples = [
+        [
+            DeviceSample(0, util, 1000 + util, 80_000, {child: 500.0 + util, stranger: 100.0}),
+            DeviceSample(1, 0, 0, 80_000, {}),
+        ]
+        for util in (10, 20, 30, 40)
+    ]
+    monitor = GpuMonitor(source=ReplaySource(samples))
+    assert monitor.open(root)
+    for _ in range(4):
+        monitor.sample_once()
+    metrics = monitor.summarise()
+    assert metrics["gpu_pids"] == [child] and metrics["gpu_other_pids"] == [stranger]
+    assert metrics["gpu_devices_used"] == [0]  # device 1 idle and unused: left out of the means
+    assert metrics["gpu_util_mean"] == pytest.approx(25.0)
+    assert metrics["gpu_util_p95"] == pytest.approx(38.5)
+    assert metrics["gpu_mem_peak_mb"] == pytest.approx(540.0) and metrics["gpu_mem_source"] == "processes"
+    assert metrics["gpu_device_mem_peak_mb"] == pytest.approx(1040.0)
+    assert metrics["gpu_procs_peak"] == 1 and metrics["gpu_samples"] == 4
+    assert metrics["gpu_driver"] == "replay"
+    assert "gpu_reason" not in metrics
+    assert {name for _, name, _ in monitor._result.series} == {"gpu_util", "gpu_mem_mb"}
+    monitor.stop()
+
+
+def test_the_sampler_thread_runs_and_reports_its_own_cost(cell_tree):
+    root, child = cell_tree
+    recorded = [
+        {"index": 0, "util_pct": 99.0, "mem_used_mb": 10.0, "mem_total_mb": 100.0, "processes": {str(child): None}}
+    ]
+    monitor = GpuMonitor(source=ReplaySource([recorded]), period_s=0.01)
+    monitor.start(root)
+    time.sleep(0.3)
+    result = monitor.stop()
+    m = result.metrics
+    assert m["gpu_samples"] >= 5 and m["gpu_period_s"] == 0.01
+    assert m["gpu_util_mean"] == 99.0 and m["gpu_pids"] == [child]
+    assert m["gpu_mem_source"] == "device" and m["gpu_mem_peak_mb"] == 10.0  # no per-process memory
+    assert m["gpu_monitor_cpu_pct"] >= 0 and "gpu_monitor_cpu_s" in m
+    assert child in result.processes  # so the runner can end it
+
+
+def test_no_driver_leaves_only_the_reason():
+    monitor = GpuMonitor(source=ReplaySource([], fail="NVML unavailable: NVML Shared Library Not Found"))
+    monitor.start(os.getpid())
+    assert monitor.stop().metrics == {"gpu_reason": "NVML unavailable: NVML Shared Library Not Found"}
+
+
+def test_the_real_source_here_says_why_it_cannot_sample():
+    monitor = GpuMonitor(source=PynvmlSource())
+    monitor.start(os.getpid())
+    metrics = monitor.stop().metrics
+    if "gpu_util_mean" not in metrics:  # this machine has no NVIDIA driver
+        assert set(metrics) == {"gpu_reason"}
+        assert "NVML" in metrics["gpu_reason"] or "nvidia-ml-py" in metrics["gpu_reason"]
+
+
+def test_cpu_monitor_reports_per_process_time_rss_switches_and_its_own_cost(cell_tree):
+    root, child = cell_tree
+    monitor = CpuMonitor(period_s=0.05)
+    monitor.start(root)
+    time.sleep(0.4)
+    m = monitor.stop().metrics
+    assert m["cpu_procs_peak"] == 2 and m["cpu_procs_seen"] == 2
+    assert set(m["cpu_procs"]) == {str(root), str(child)}
+    assert m["cpu_s"] >= m["cpu_proc_cpu_s_max"] > 0
+    assert m["rss_peak_mb"] >= m["rss_proc_peak_mb"] > 1
+    assert m["cpu_ctx_vol"] > 0 and m["cpu_ctx_invol"] >= 0
+    assert m["cpu_monitor_samples"] >= 3 and 0 <= m["cpu_monitor_cpu_pct"] < 100
+
+
+def fake_pynvml(procs_error=None, init_error=None):
+    """A stand-in for the few pynvml calls PynvmlSource makes (no GPU here to call the real ones)."""
+    import types
+
+    class NVMLError(Exception):
+        pass
+
+    class NVMLError_NotSupported(NVMLError):  # noqa: N801 (pynvml's spelling)
+        pass
+
+    def init():
+        if init_error:
+            raise NVMLError(init_error)
+
+    def procs(handle):
+        if procs_error:
+            raise procs_error(NVMLError_NotSupported)
+        return [
+            types.SimpleNamespace(pid=4242, usedGpuMemory=512 * 2**20),
+            types.SimpleNamespace(pid=7, usedGpuMemory=None),
+        ]
+
+    return types.SimpleNamespace(
+        NVMLError=NVMLError,
+        NVMLError_NotSupported=NVMLError_NotSupported,
+        nvmlInit=init,
+        nvmlShutdown=lambda: None,
+        nvmlDeviceGetCount=lambda: 1,
+        nvmlDeviceGetHandleByIndex=lambda i: f"h{i}",
+        nvmlDeviceGetName=lambda h: b"Fake H100",
+        nvmlSystemGetDriverVersion=lambda: "550.54",
+        nvmlSystemGetNVMLVersion=lambda: b"12.550.54",
+        nvmlDeviceGetUtilizationRates=lambda h: types.SimpleNamespace(gpu=87, memory=30),
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(used=2 * 2**30, total=80 * 2**30, free=78 * 2**30),
+        nvmlDeviceGetComputeRunningProcesses=procs,
+    )
+
+
+def test_pynvml_source_translates_the_calls(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    source = PynvmlSource()
+    facts = source.open()
+    assert facts == {"gpu_driver": "550.54", "gpu_nvml_version": "12.550.54", "gpu_names": ["Fake H100"]}
+    (device,) = source.sample()
+    assert (device.util_pct, device.mem_used_mb, device.mem_total_mb) == (87.0, 2048.0, 81920.0)
+    assert device.processes == {4242: 512.0, 7: None}
+    source.close()
+
+
+def test_pynvml_source_without_a_process_list_or_a_driver(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(procs_error=lambda cls: cls("not supported")))
+    source = PynvmlSource()
+    source.open()
+    assert source.sample()[0].processes is None
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error="Driver Not Loaded"))
+    monitor = GpuMonitor(source=PynvmlSource())
+    monitor.start(os.getpid())
+    assert monitor.stop().metrics == {"gpu_reason": "NVML unavailable: Driver Not Loaded"}

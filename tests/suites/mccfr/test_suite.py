@@ -1,0 +1,75 @@
+"""The suite's contract: params, duration mode, metrics, series, clean shutdown."""
+
+import multiprocessing as mp
+import sys
+
+import pytest
+from pydantic import ValidationError
+
+from harness.probe import Probe
+from suites.mccfr import SUITE, Params
+
+
+def test_params_coerce_strings_and_forbid_unknown_keys():
+    p = Params.model_validate({"workers": "2", "batch_size": "7", "game": "kuhn", "sync": "full"})
+    assert (p.workers, p.batch_size) == (2, 7)
+    with pytest.raises(ValidationError):
+        Params.model_validate({"bogus": 1})
+    with pytest.raises(ValidationError):
+        Params.model_validate({"backend": "ray"})
+    assert SUITE.resources_for(Params(backend="processes", workers=8, batch_size=3, start_method="fork")).cpus == 3
+
+
+def test_import_is_light():
+    import subprocess
+
+    code = "import suites.mccfr, sys; print('numba' in sys.modules, 'torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_duration_mode_processes_reports_sync_metrics():
+    points = []
+    probe = Probe(duration_s=0.4, sink=lambda r: points.append(r) if r.get("type") == "point" else None)
+    params = Params(
+        game="leduc",
+        backend="processes",
+        workers=2,
+        batch_size=200,
+        exploitability_every=2000,
+        start_method="fork",
+    )
+    SUITE.run(params, probe)
+    m = probe.finish()
+    assert m["iterations"] > 0 and m["iterations_per_s"] > 0
+    assert m["nodes"] > m["iterations"]
+    assert m["work_done"] == m["work_requested"] == m["iterations"]
+    assert m["sync_bytes_mean"] > 0
+    assert 0.0 <= m["sync_share"] <= 1.0
+    assert m["infosets"] == 936 and m["infosets_seen"] <= 936
+    assert m["nash_conv"] == pytest.approx(2 * m["exploitability"])
+    assert any(p["name"] == "exploitability" for p in points)
+    assert mp.active_children() == []
+
+
+def test_spawned_workers_do_not_import_torch():
+    probe = Probe(target_work=200)
+    SUITE.run(Params(game="kuhn", backend="processes", workers=1, start_method="spawn"), probe)
+    m = probe.finish()
+    assert m["work_done"] == 200
+    assert m["start_method"] == "spawn"
+    assert not any("torch" in w for w in probe.warnings)
+
+
+def test_shared_sync_moves_no_bytes():
+    probe = Probe(target_work=2_000)
+    SUITE.run(Params(game="leduc", backend="processes", workers=2, sync="shared", start_method="fork"), probe)
+    m = probe.finish()
+    assert m["sync_bytes_max"] == 0
+    assert m["work_done"] == 2_000
+
+
+def test_sequential_warns_about_ignored_workers():
+    probe = Probe(target_work=10)
+    SUITE.run(Params(game="kuhn", workers=4), probe)
+    assert any("ignored" in w for w in probe.warnings)
