@@ -42,6 +42,7 @@ WarmupOpt = typer.Option(None, "--warmup", help="seconds excluded from rates")
 WorkOpt = typer.Option(None, "--work", help="fixed work units instead of a duration")
 TimeoutOpt = typer.Option(None, "--timeout", help="deadline per cell in seconds (default warmup+duration+60)")
 OutOpt = typer.Option(commands.DEFAULT_RESULTS, "--out", help="directory that receives run directories")
+MemoryOpt = typer.Option(None, "--memory-limit", help="address-space limit (RLIMIT_AS) of each cell's processes, in MB")
 
 
 @app.command()
@@ -63,9 +64,10 @@ def run(
     timeout: float = TimeoutOpt,
     json_: bool = typer.Option(False, "--json", help="print the cell's record as JSON"),
     out: Path = OutOpt,
+    memory_limit: float = MemoryOpt,
 ) -> int:
     """Run one cell and print its metrics."""
-    return commands.cmd_run(suite, set_, duration, warmup, work, timeout, json_, out)
+    return commands.cmd_run(suite, set_, duration, warmup, work, timeout, json_, out, memory_limit)
 
 
 @app.command()
@@ -87,9 +89,12 @@ def sweep(
     quiet: bool = typer.Option(False, "--quiet", help="plain lines, failures only"),
     executor: str = typer.Option("local", "--executor", help="local or ray"),
     address: str = typer.Option(None, "--address", help="Ray cluster address (with --executor ray)"),
+    memory_limit: float = MemoryOpt,
 ) -> int:
     """Run a matrix of cells; exit 0 if all are ok, 1 if any failed, 2 on bad input."""
-    overrides = commands.build_overrides(suite, workers, backend, set_, duration, warmup, work, repeats, timeout, label)
+    overrides = commands.build_overrides(
+        suite, workers, backend, set_, duration, warmup, work, repeats, timeout, label, memory_limit
+    )
     return commands.cmd_sweep(spec, overrides, out, resume, quiet, executor, address)
 
 
@@ -151,6 +156,27 @@ def baseline_save(
 
 @app.command()
 @user_errors_exit_2
+def profile(
+    suite: str = typer.Argument(..., help="suite name (see `harness suites`)"),
+    set_: list[str] = SetOpt,
+    duration: float = DurationOpt,
+    warmup: float = WarmupOpt,
+    timeout: float = TimeoutOpt,
+    rate: int = typer.Option(100, "--rate", help="py-spy samples per second"),
+    native: bool = typer.Option(False, "--native", help="also sample C/C++ frames (torch, numpy)"),
+    flamegraph: bool = typer.Option(
+        False, "--flamegraph", help="also write a flamegraph SVG (runs the cell a second time)"
+    ),
+    out: Path = OutOpt,
+) -> int:
+    """Run one cell under py-spy (all its processes); write a speedscope profile into the run."""
+    from harness.profile import cmd_profile
+
+    return cmd_profile(suite, set_, duration, warmup, timeout, rate, native, flamegraph, out)
+
+
+@app.command()
+@user_errors_exit_2
 def gate(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     baseline: str = typer.Option(
@@ -202,6 +228,26 @@ def export(
     from harness.report.pyperf import cmd_export
 
     return cmd_export(run_dir, pyperf, metric)
+
+
+@app.command()
+@user_errors_exit_2
+def limits(
+    device: str = typer.Option("cpu", "--device", help="where the net runs: cpu or cuda"),
+    blocks: int = typer.Option(2, "--blocks", help="residual blocks of the self-play net"),
+    channels: int = typer.Option(32, "--channels", help="channels of the net's convolutions"),
+    batches: str = typer.Option("1,2,4,8,16,32,64,128,256,512,1024", "--batches", help="batch sizes to time"),
+    message_bytes: int = typer.Option(64, "--message-bytes", help="IPC payload per round trip"),
+    parts: str = typer.Option("ipc,net", "--parts", help="ipc, net or both"),
+    fast: bool = typer.Option(False, "--fast", help="pyperf --fast: rough numbers, half the time"),
+    pyperf_args: str = typer.Option(None, "--pyperf-args", help="extra pyperf options, e.g. '--rigorous'"),
+    threads: int = typer.Option(0, "--threads", help="torch intra-op threads for the net (0 = torch's default)"),
+    out: Path = OutOpt,
+) -> int:
+    """pyperf micro benchmarks: IPC round trips and the net's evals/s per batch size."""
+    from harness.limits import cmd_limits
+
+    return cmd_limits(device, blocks, channels, batches, message_bytes, parts, fast, pyperf_args, out, threads)
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ def build_overrides(
     repeats: int | None,
     timeout: float | None,
     label: str | None,
+    memory_limit_mb: float | None = None,
 ) -> Overrides:
     axes: dict[str, list[Any]] = dict(parse_assignments(sets))
     for flag, key, text in (("--workers", "workers", workers), ("--backend", "backend", backend)):
@@ -74,6 +75,7 @@ def build_overrides(
         repeats=repeats,
         timeout=timeout,
         label=label,
+        memory_limit_mb=memory_limit_mb,
     )
 
 
@@ -171,6 +173,7 @@ def cmd_run(
     timeout: float | None,
     as_json: bool,
     out: Path,
+    memory_limit_mb: float | None = None,
 ) -> int:
     get_suite(suite_name)
     axes = parse_assignments(sets)
@@ -188,6 +191,7 @@ def cmd_run(
         timeout=timeout,
         label=f"run-{suite_name}",
         repeats=1,
+        memory_limit_mb=memory_limit_mb,
     )
     spec = apply_overrides(Spec(), overrides)
     cells = expand(spec)
