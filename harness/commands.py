@@ -118,7 +118,11 @@ def write_reports(
     markdown: bool = False,
     findings: list[Any] | None = None,
 ) -> list[Path]:
-    """summary.csv and cells.csv, then report.html and summary.md when asked."""
+    """summary.csv and cells.csv, then report.html and summary.md when asked. Self-play
+    cells get `efficiency_pct` when a `harness limits` run sits beside this one."""
+    from harness.limits import latest_limits, with_efficiency
+
+    records = with_efficiency(records, latest_limits(store.root.parent))
     paths = write_csv(store.root, records)
     if html or markdown:
         if findings is None:

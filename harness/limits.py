@@ -274,6 +274,32 @@ def efficiency(record: dict[str, Any], limits_records: list[dict[str, Any]]) -> 
     return achieved / limit if limit else None
 
 
+def latest_limits(results_dir: Path) -> list[dict[str, Any]]:
+    """The records of the newest `harness limits` run among a results directory's runs
+    (run directories sort by their UTC timestamp), or [] when there is none."""
+    for run_dir in sorted(results_dir.glob("*-limits-*"), reverse=True):
+        try:
+            return load_limits(run_dir)
+        except UserError:
+            continue
+    return []
+
+
+def with_efficiency(records: list[dict[str, Any]], limits_records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copies of the records with `efficiency_pct` (achieved evals/s as % of the bare
+    forward pass at the same batch size) wherever a limits curve matches; the stored
+    records are left as measured."""
+    if not limits_records:
+        return records
+    out = []
+    for record in records:
+        ratio = efficiency(record, limits_records)
+        if ratio is not None:
+            record = {**record, "metrics": {**record["metrics"], "efficiency_pct": 100.0 * ratio}}
+        out.append(record)
+    return out
+
+
 def transport_rtt_us(limits_records: list[dict[str, Any]], transport: str = "shm") -> float | None:
     """The median round trip of one transport (the server's floor cost per request)."""
     for lim in limits_records:

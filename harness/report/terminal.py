@@ -21,6 +21,7 @@ HEADLINE = (
     "units_per_s",
     "round_trips_per_s",
     "batch_mean",
+    "efficiency_pct",
     "wait_ms_p95",
     "exploitability",
     "nash_conv",

@@ -82,3 +82,23 @@ def test_efficiency_is_achieved_over_the_limit_at_the_mean_batch():
     assert efficiency({"params": {}, "metrics": {"units_per_s": 5}}, LIMITS) is None
     assert evals_limit_at({}, 4) is None
     assert transport_rtt_us(LIMITS) == 30.0
+
+
+def test_reports_show_efficiency_when_a_limits_run_sits_beside(tmp_path):
+    from harness.limits import latest_limits, with_efficiency
+    from harness.store import RunStore
+
+    limits_run = RunStore.create(tmp_path, "limits-cpu", {})
+    limits_run.append(
+        {"id": "n", "suite": "limits", "repeat": 0, "status": "ok",
+         "params": {"kind": "net", "blocks": 2, "channels": 32, "device": "cpu"},
+         "metrics": {"evals_per_s_curve": {"8": 1000.0, "64": 4000.0}}}
+    )  # fmt: skip
+    cell = {"id": "c", "suite": "selfplay", "repeat": 0, "status": "ok",
+            "params": {"blocks": 2, "channels": 32, "device": "cpu"},
+            "metrics": {"nn_evals_per_s": 1000.0, "batch_mean": 64.0}}  # fmt: skip
+    other = {"id": "s", "suite": "synthetic", "repeat": 0, "status": "ok", "params": {}, "metrics": {}}
+    annotated = with_efficiency([cell, other], latest_limits(tmp_path))
+    assert annotated[0]["metrics"]["efficiency_pct"] == 25.0
+    assert "efficiency_pct" not in annotated[1]["metrics"] and "efficiency_pct" not in cell["metrics"]
+    assert latest_limits(tmp_path / "nowhere") == []
