@@ -42,3 +42,53 @@ def summarize(values: Sequence[float]) -> dict[str, float]:
         "n": float(v.size),
         "spread_pct": float(100.0 * (v.max() - v.min()) / abs(median)) if median else float("nan"),
     }
+
+
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def ratio_of_medians(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    confidence: float = 0.95,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> dict[str, float] | None:
+    """candidate median / baseline median with a bootstrap percentile interval.
+
+    Each side is resampled with replacement on its own (the repeats are independent runs),
+    and the ratio of the resampled medians gives the interval. With a single repeat on a
+    side the interval collapses to the point: one number is not a distribution, and the
+    caller should say so rather than call it significant. Seeded, so a report is stable.
+    """
+    a = np.asarray([x for x in baseline if x is not None and np.isfinite(x)], dtype=float)
+    b = np.asarray([x for x in candidate if x is not None and np.isfinite(x)], dtype=float)
+    if a.size == 0 or b.size == 0 or np.median(a) == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    med_a = np.median(rng.choice(a, size=(resamples, a.size), replace=True), axis=1)
+    med_b = np.median(rng.choice(b, size=(resamples, b.size), replace=True), axis=1)
+    valid = med_a != 0
+    ratios = med_b[valid] / med_a[valid]
+    alpha = (1 - confidence) / 2
+    out = {
+        "ratio": float(np.median(b) / np.median(a)),
+        "low": float(np.quantile(ratios, alpha)),
+        "high": float(np.quantile(ratios, 1 - alpha)),
+        "n_baseline": float(a.size),
+        "n_candidate": float(b.size),
+    }
+    if a.size >= 3 and b.size >= 3:
+        from scipy.stats import mannwhitneyu
+
+        out["p_value"] = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    return out
+
+
+def verdict(interval: dict[str, float], higher_is_better: bool, tolerance: float = 0.0) -> str:
+    """better / worse / same: only when the whole interval lies beyond the tolerance."""
+    if interval["low"] > 1 + tolerance:
+        return "better" if higher_is_better else "worse"
+    if interval["high"] < 1 - tolerance:
+        return "worse" if higher_is_better else "better"
+    return "same"

@@ -1,0 +1,77 @@
+"""Child-process entry point: `python -m harness.cell CELL_JSON OUT_JSONL`.
+
+Runs one cell in a fresh interpreter (so imports, allocator state and JIT caches of one
+cell never leak into the next) and streams its results back as JSON lines, never pickle:
+a `start` line, the probe's 1 s samples and points as they happen (so a cell that hangs
+or dies still leaves its series), and finally one `result` or `error` line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from typing import Any
+
+from harness.errors import UserError
+from harness.params import validate
+from harness.probe import Probe, SuiteError
+from harness.registry import get_suite
+
+TRACEBACK_LINES = 12
+
+
+def main(argv: list[str]) -> int:
+    spec: dict[str, Any] = json.loads(argv[0])
+    out = open(argv[1], "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+
+    def emit(record: dict[str, Any]) -> None:
+        out.write(json.dumps(record, default=str) + "\n")
+
+    emit({"type": "start", "wall": time.time()})
+    probe: Probe | None = None
+    try:
+        suite = get_suite(spec["suite"])
+        params = validate(spec["suite"], suite.params, spec["params"])
+        probe = Probe(
+            duration_s=spec.get("duration"),
+            warmup_s=spec.get("warmup") or 0.0,
+            target_work=spec.get("work"),
+            sink=emit,
+        )
+        suite.run(params, probe)
+        metrics = probe.finish()
+        emit({"type": "result", "metrics": metrics, "warnings": probe.warnings})
+        return 0
+    except (SuiteError, UserError) as exc:
+        emit(
+            {
+                "type": "error",
+                "reason": str(exc),
+                "user_error": True,
+                "traceback": None,
+                "warnings": probe.warnings if probe else [],
+            }
+        )
+        return 1
+    except BaseException as exc:  # noqa: BLE001 - every failure must be reported, then re-raised as exit code
+        tail = "".join(traceback.format_exception(exc)).rstrip().splitlines()[-TRACEBACK_LINES:]
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+        emit(
+            {
+                "type": "error",
+                "reason": reason,
+                "user_error": False,
+                "traceback": "\n".join(tail),
+                "warnings": probe.warnings if probe else [],
+            }
+        )
+        traceback.print_exc()
+        return 1
+    finally:
+        out.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,168 @@
+"""What each CLI command does. cli.py only parses arguments and calls these."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.errors import UserError
+from harness.executors import get_executor
+from harness.matrix import Overrides, Spec, apply_overrides, expand, load_spec
+from harness.params import describe_params, parse_assignments, parse_list
+from harness.progress import Progress
+from harness.registry import discover, get_suite
+from harness.report.csv import write_csv
+from harness.report.terminal import render
+from harness.store import RunStore
+from harness.sweep import execute, new_run, stored_cells
+
+DEFAULT_RESULTS = Path("results")
+
+
+def exit_code(records: list[dict[str, Any]]) -> int:
+    return 0 if records and all(r["status"] == "ok" for r in records) else 1
+
+
+def cmd_suites() -> None:
+    suites, broken = discover()
+    console = Console()
+    for name, suite in sorted(suites.items()):
+        table = Table(title=f"{name}: {suite.description}", title_justify="left")
+        for col in ("param", "allowed", "default", "unit", "description"):
+            table.add_column(col)
+        for row in describe_params(suite.params):
+            table.add_row(
+                row["name"],
+                row["allowed"],
+                row["default"],
+                row["unit"],
+                row["description"],
+            )
+        console.print(table)
+    for name, why in sorted(broken.items()):
+        console.print(f"[red]{name}[/red]: could not be loaded: {why}", markup=True)
+
+
+def build_overrides(
+    suite: str | None,
+    workers: str | None,
+    backend: str | None,
+    sets: list[str] | None,
+    duration: float | None,
+    warmup: float | None,
+    work: int | None,
+    repeats: int | None,
+    timeout: float | None,
+    label: str | None,
+) -> Overrides:
+    axes: dict[str, list[Any]] = dict(parse_assignments(sets))
+    for flag, key, text in (("--workers", "workers", workers), ("--backend", "backend", backend)):
+        values = parse_list(flag, text)
+        if values is not None:
+            axes[key] = values
+    return Overrides(
+        suite=suite,
+        axes=axes,
+        duration=duration,
+        warmup=warmup,
+        work=work,
+        repeats=repeats,
+        timeout=timeout,
+        label=label,
+    )
+
+
+def cmd_sweep(
+    spec_path: Path | None,
+    overrides: Overrides,
+    out: Path,
+    resume: Path | None,
+    quiet: bool,
+    executor: str = "local",
+    address: str | None = None,
+) -> int:
+    if resume is not None:
+        store = RunStore.open(resume)
+        cells = stored_cells(store)
+        if not cells:
+            raise UserError(f"{resume}/run.json lists no cells to resume")
+    else:
+        spec = load_spec(spec_path) if spec_path is not None else Spec()
+        spec = apply_overrides(spec, overrides)
+        cells = expand(spec)
+        store = new_run(out, spec, cells, sys.argv)
+    runner = get_executor(executor, address)
+    records = execute(store, cells, runner, Progress(quiet=quiet))
+    finish_report(store, records, quiet)
+    return exit_code(records)
+
+
+def finish_report(store: RunStore, records: list[dict[str, Any]], quiet: bool) -> None:
+    paths = write_csv(store.root, records)
+    if not quiet:
+        render(records)
+    failed = sum(r["status"] != "ok" for r in records)
+    print(f"{len(records)} cell-repeats, {failed} failed; run directory: {store.root}")
+    print("reports: " + ", ".join(str(p) for p in paths))
+
+
+def cmd_run(
+    suite_name: str,
+    sets: list[str] | None,
+    duration: float | None,
+    warmup: float | None,
+    work: int | None,
+    timeout: float | None,
+    as_json: bool,
+    out: Path,
+) -> int:
+    get_suite(suite_name)
+    axes = parse_assignments(sets)
+    lists = [k for k, v in axes.items() if len(v) > 1]
+    if lists:
+        raise UserError(
+            f"harness run takes one value per key ({', '.join(lists)} has several); use harness sweep for lists"
+        )
+    overrides = Overrides(
+        suite=suite_name,
+        axes={k: v[0] for k, v in axes.items()},
+        duration=duration,
+        warmup=warmup,
+        work=work,
+        timeout=timeout,
+        label=f"run-{suite_name}",
+        repeats=1,
+    )
+    spec = apply_overrides(Spec(), overrides)
+    cells = expand(spec)
+    store = new_run(out, spec, cells, sys.argv)
+    records = execute(store, cells, get_executor("local"), Progress(quiet=True))
+    record = records[0]
+    if as_json:
+        print(json.dumps(record, default=str))
+    else:
+        render(records)
+        console = Console()
+        for key, value in sorted(record["metrics"].items()):
+            if not isinstance(value, dict):
+                console.print(f"  {key}: {value}", markup=False, highlight=False)
+        print(f"run directory: {store.root}")
+    if record["status"] == "ok":
+        return 0
+    print(f"{record['status']}: {record['reason']}", file=sys.stderr)
+    return 2 if record.get("user_error") else 1
+
+
+def cmd_report(run_dir: Path, csv: bool) -> int:
+    store = RunStore.open(run_dir)
+    records = store.records()
+    render(records)
+    if csv:
+        for path in write_csv(store.root, records):
+            print(path)
+    return 0

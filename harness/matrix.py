@@ -1,0 +1,165 @@
+"""Sweep specs (TOML + CLI flags) expanded into Cells.
+
+A spec's top-level keys are defaults for the whole sweep; each `[[matrix]]` entry names a
+suite and its params, where a list value is an axis. Flags override the spec. Each Cell
+is validated against its suite's Params before anything runs, and carries a stable id
+(a hash of the suite and its full params) that `--resume` uses to skip finished work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.errors import UserError
+from harness.params import validate
+from harness.registry import get_suite
+
+DEFAULT_DEADLINE_SLACK_S = 60.0
+
+
+class Budget(BaseModel):
+    """How long each cell runs; any of these may be set at the top or per entry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    duration: float | None = Field(None, gt=0, description="measured seconds per cell")
+    warmup: float | None = Field(None, ge=0, description="seconds excluded from rates")
+    work: int | None = Field(None, ge=0, description="fixed work units instead of a duration")
+    repeats: int | None = Field(None, ge=1, le=1000)
+    timeout: float | None = Field(None, gt=0, description="deadline per cell, seconds")
+
+
+class Entry(Budget):
+    suite: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Spec(Budget):
+    label: str | None = None
+    matrix: list[Entry] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the matrix. `params` are complete (defaults filled in) and JSON-able."""
+
+    suite: str
+    params: dict[str, Any]
+    duration: float | None
+    warmup: float
+    work: int | None
+    repeats: int
+    timeout: float
+    id: str = field(default="")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Cell:
+        return cls(**data)
+
+
+def cell_id(suite: str, params: dict[str, Any]) -> str:
+    blob = json.dumps({"suite": suite, "params": params}, sort_keys=True, default=str)
+    return hashlib.sha1(blob.encode()).hexdigest()[:10]
+
+
+def load_spec(path: Path) -> Spec:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UserError(f"cannot read sweep spec {path}: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        return Spec.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise UserError(
+            f"{path}: {problems}. Top-level keys: label, duration, warmup, work, repeats, timeout, "
+            "matrix; each [[matrix]] entry: suite, params and the same budget keys"
+        ) from None
+
+
+@dataclass
+class Overrides:
+    """What the command line says; every field left None keeps the spec's value."""
+
+    suite: str | None = None
+    axes: dict[str, list[Any]] = field(default_factory=dict)
+    duration: float | None = None
+    warmup: float | None = None
+    work: int | None = None
+    repeats: int | None = None
+    timeout: float | None = None
+    label: str | None = None
+
+
+def apply_overrides(spec: Spec, ov: Overrides) -> Spec:
+    entries = list(spec.matrix)
+    if ov.suite is not None:
+        get_suite(ov.suite)  # unknown suite -> UserError naming the available ones
+        entries = [e for e in entries if e.suite == ov.suite] or [Entry(suite=ov.suite)]
+    if not entries:
+        raise UserError("nothing to run: give a spec with [[matrix]] entries, or --suite NAME")
+    budget = {k: getattr(ov, k) for k in ("duration", "warmup", "work", "repeats", "timeout")}
+    budget = {k: v for k, v in budget.items() if v is not None}
+    new_entries = []
+    for entry in entries:
+        params = dict(entry.params)
+        params.update(ov.axes)
+        new_entries.append(entry.model_copy(update={"params": params, **budget}))
+    top = {k: v for k, v in budget.items()}
+    if ov.label is not None:
+        top["label"] = ov.label
+    return spec.model_copy(update={"matrix": new_entries, **top})
+
+
+def _axes(params: dict[str, Any]) -> list[dict[str, Any]]:
+    keys = list(params)
+    lists = [v if isinstance(v, list) else [v] for v in params.values()]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*lists)]
+
+
+def expand(spec: Spec) -> list[Cell]:
+    """Every Cell of the sweep, validated, in spec order, duplicates removed."""
+    cells: list[Cell] = []
+    seen: set[str] = set()
+    for entry in spec.matrix:
+        suite = get_suite(entry.suite)
+        duration = _pick(entry.duration, spec.duration, None)
+        warmup = _pick(entry.warmup, spec.warmup, 0.0)
+        work = _pick(entry.work, spec.work, None)
+        if duration is None and work is None:
+            duration = 5.0
+        if work is not None:
+            duration = None
+        repeats = _pick(entry.repeats, spec.repeats, 1)
+        deadline = (duration or 0.0) + warmup + DEFAULT_DEADLINE_SLACK_S
+        timeout = _pick(entry.timeout, spec.timeout, deadline)
+        for raw in _axes(entry.params):
+            params = validate(entry.suite, suite.params, raw).model_dump(mode="json")
+            cid = cell_id(entry.suite, params)
+            if cid in seen:
+                continue
+            seen.add(cid)
+            cells.append(Cell(entry.suite, params, duration, warmup, work, repeats, timeout, cid))
+    return cells
+
+
+def _pick(*values: Any) -> Any:
+    for value in values:
+        if value is not None:
+            return value
+    return None

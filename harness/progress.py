@@ -1,0 +1,90 @@
+"""Sweep progress: a rich bar with ETA on a terminal, one plain line per cell otherwise."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import Progress as RichProgress
+
+from harness.matrix import Cell
+
+HEADLINE_METRICS = ("iterations_per_s", "games_per_min", "nn_evals_per_s", "env_steps_per_s", "units_per_s")
+
+
+def varying_keys(cells: list[Cell]) -> set[str]:
+    """Params that differ between the sweep's cells: the only ones worth printing per line."""
+    keys: set[str] = set()
+    for suite in {c.suite for c in cells}:
+        group = [c.params for c in cells if c.suite == suite]
+        for key in group[0]:
+            if len({repr(p.get(key)) for p in group}) > 1:
+                keys.add(key)
+    return keys
+
+
+def short_params(params: dict[str, Any], keys: set[str] | None = None) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items() if keys is None or k in keys)
+
+
+def headline(metrics: dict[str, Any]) -> str:
+    for name in HEADLINE_METRICS:
+        if isinstance(metrics.get(name), int | float):
+            return f"{name}={metrics[name]:.4g}"
+    rates = [k for k, v in metrics.items() if k.endswith("_per_s") and isinstance(v, int | float)]
+    return f"{rates[0]}={metrics[rates[0]]:.4g}" if rates else ""
+
+
+class Progress:
+    def __init__(self, quiet: bool = False, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self.live = not quiet and sys.stderr.isatty()
+        self.quiet = quiet
+        self._bar: RichProgress | None = None
+        self._task: Any = None
+        self._done = 0
+        self._total = 0
+        self._keys: set[str] | None = None
+
+    def begin(self, cells: list[Cell], total: int, run_dir: Path) -> None:
+        self._total = total
+        self._keys = varying_keys(cells)
+        self.console.print(f"run directory: {run_dir}  ({total} cell-repeats to run)")
+        if self.live:
+            self._bar = RichProgress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
+                console=self.console,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("cells", total=total)
+
+    def cell_started(self, cell: Cell, repeat: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=f"{cell.suite} {short_params(cell.params, self._keys)} #{repeat}")
+
+    def cell_finished(self, record: dict[str, Any]) -> None:
+        self._done += 1
+        line = (
+            f"[{self._done}/{self._total}] {record['suite']} {short_params(record['params'], self._keys)} "
+            f"#{record['repeat']}: {record['status']}"
+        )
+        extra = headline(record["metrics"]) if record["status"] == "ok" else (record.get("reason") or "")
+        if self._bar is not None:
+            self._bar.advance(self._task)
+            if record["status"] != "ok":
+                self._bar.console.print(f"{line} {extra}", markup=False)
+        elif not self.quiet or record["status"] != "ok":
+            print(f"{line} {extra}", file=sys.stderr, flush=True)
+
+    def end(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None

@@ -1,0 +1,1 @@
+"""Reports of a run: one module per format (csv, terminal, ...)."""

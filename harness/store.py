@@ -1,0 +1,135 @@
+"""The run directory: run.json, cells.jsonl, series/*.csv, logs/.
+
+cells.jsonl is append-only: each finished cell-repeat is one line, written with a single
+write and fsynced, so the file is readable after a crash at any instant (at worst its last
+line is truncated, and readers skip it with a warning). run.json is replaced atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserError
+
+RUN_FILE = "run.json"
+CELLS_FILE = "cells.jsonl"
+SCHEMA_VERSION = 1
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=2, default=str)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class RunStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    # ------------------------------------------------------------------ create / open
+    @classmethod
+    def create(cls, results_dir: Path, label: str | None, meta: dict[str, Any]) -> RunStore:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        safe_label = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in (label or "run"))
+        root = results_dir / f"{stamp}-{safe_label}"
+        suffix = 1
+        while root.exists():
+            suffix += 1
+            root = results_dir / f"{stamp}-{safe_label}-{suffix}"
+        (root / "series").mkdir(parents=True)
+        (root / "logs").mkdir()
+        store = cls(root)
+        store.write_meta({"schema": SCHEMA_VERSION, **meta})
+        return store
+
+    @classmethod
+    def open(cls, root: Path) -> RunStore:
+        if not root.is_dir():
+            raise UserError(f"{root} is not a run directory (it does not exist)")
+        if not (root / RUN_FILE).is_file():
+            raise UserError(f"{root} is not a run directory: {RUN_FILE} is missing")
+        store = cls(root)
+        store.meta()  # fail early and clearly on a corrupt run.json
+        (root / "series").mkdir(exist_ok=True)
+        (root / "logs").mkdir(exist_ok=True)
+        return store
+
+    # ------------------------------------------------------------------ run.json
+    def meta(self) -> dict[str, Any]:
+        path = self.root / RUN_FILE
+        try:
+            return json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        write_json_atomic(self.root / RUN_FILE, meta)
+
+    def update_meta(self, **changes: Any) -> None:
+        meta = self.meta()
+        meta.update(changes)
+        self.write_meta(meta)
+
+    # ------------------------------------------------------------------ cells.jsonl
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, default=str, allow_nan=True) + "\n"
+        fd = os.open(self.root / CELLS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def iter_records(self) -> Iterator[dict[str, Any]]:
+        path = self.root / CELLS_FILE
+        if not path.exists():
+            return
+        with open(path) as fh:
+            lines = fh.readlines()
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                if number == len(lines) and not line.endswith("\n"):
+                    warnings.warn(
+                        f"{path}:{number}: truncated last line skipped (the writer was stopped mid-line)",
+                        stacklevel=2,
+                    )
+                    continue
+                raise UserError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+
+    def records(self) -> list[dict[str, Any]]:
+        """The latest record of every (cell id, repeat), in the order they were written."""
+        latest: dict[tuple[str, int], dict[str, Any]] = {}
+        for rec in self.iter_records():
+            latest[(rec["id"], rec["repeat"])] = rec
+        return list(latest.values())
+
+    def finished(self) -> set[tuple[str, int]]:
+        return {(r["id"], r["repeat"]) for r in self.records()}
+
+    # ------------------------------------------------------------------ per-cell files
+    def series_path(self, cell_id: str, repeat: int) -> Path:
+        return self.root / "series" / f"{cell_id}-{repeat}.csv"
+
+    def log_path(self, cell_id: str, repeat: int) -> Path:
+        return self.root / "logs" / f"{cell_id}-{repeat}.log"
+
+    def relative(self, path: Path) -> str:
+        return str(path.relative_to(self.root))

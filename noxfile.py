@@ -1,0 +1,21 @@
+"""nox sessions: tests, lint, bench (the quick sweep). They reuse the current interpreter's
+packages (venv_backend="none") because torch is large and already installed by the README."""
+
+import nox
+
+nox.options.sessions = ["lint", "tests"]
+
+
+@nox.session(venv_backend="none")
+def tests(session: nox.Session) -> None:
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def lint(session: nox.Session) -> None:
+    session.run("ruff", "check", ".")
+
+
+@nox.session(venv_backend="none")
+def bench(session: nox.Session) -> None:
+    session.run("harness", "sweep", "configs/quick.toml", *session.posargs)

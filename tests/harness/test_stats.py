@@ -1,0 +1,30 @@
+import numpy as np
+import pytest
+
+from harness.stats import drift_pct_per_min, ratio_of_medians, summarize, verdict
+
+
+def test_ratio_interval_brackets_a_clear_slowdown():
+    rng = np.random.default_rng(1)
+    base = 100 + rng.normal(0, 1, 7)
+    slow = 80 + rng.normal(0, 1, 7)
+    r = ratio_of_medians(base, slow)
+    assert r["low"] <= r["ratio"] <= r["high"] < 0.9
+    assert r["p_value"] < 0.01
+    assert verdict(r, higher_is_better=True, tolerance=0.1) == "worse"
+    assert verdict(r, higher_is_better=False, tolerance=0.1) == "better"
+
+
+def test_overlapping_samples_are_the_same():
+    r = ratio_of_medians([10, 11, 9, 10], [10.2, 9.8, 10.5, 9.9])
+    assert r["low"] < 1 < r["high"]
+    assert verdict(r, higher_is_better=True) == "same"
+
+
+def test_degenerate_inputs():
+    assert ratio_of_medians([], [1.0]) is None
+    assert ratio_of_medians([0.0], [1.0]) is None
+    single = ratio_of_medians([2.0], [3.0])
+    assert single["low"] == single["high"] == pytest.approx(1.5)
+    assert drift_pct_per_min([0, 1], [1, 2]) is None
+    assert summarize([1.0, 3.0, float("nan")])["median"] == 2.0
