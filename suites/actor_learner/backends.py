@@ -46,6 +46,7 @@ class Result:
     actor: Actor
     stats: L.LearnerStats
     wall_s: float
+    main_cpu_s: float  # CPU seconds of this (the actor's) process over the work
 
 
 def _setup(
@@ -63,6 +64,12 @@ def _setup(
         board.publish(agent, initial[agent], 0)
     rings = [ReplayRing(params.buffer_capacity, layout.ROW_WIDTH, ctx) for _ in range(agents)]
     return board, L.LearnerStats(agents, ctx), rings, initial
+
+
+def _clock_starts(plan: Any, probe: Probe) -> None:
+    """Duration mode: warm-up starts once everything is up. Fixed work: the measured window
+    starts now, so rates leave out imports and set-up (`run` held the probe in warm-up)."""
+    probe.phase("warmup" if plan.remaining is None else "measure")
 
 
 def _epochs(plan: Any, actor: Actor, rings: list[ReplayRing], probe: Probe) -> Iterator[np.ndarray]:
@@ -97,9 +104,8 @@ def sequential(params: Params, plan: Any, probe: Probe) -> Result:
     ]
     actor = Actor(params, board, stats.column(L.UPDATES), params.seed)
     funnel = Funnel(probe, stats)
-    if plan.remaining is None:
-        probe.phase("warmup")
-    started = time.perf_counter()
+    _clock_starts(plan, probe)
+    started, cpu_started = time.perf_counter(), time.process_time()
     for _ in _epochs(plan, actor, rings, probe):
         for trainer in trainers:
             if trainer.can_sample():
@@ -111,7 +117,7 @@ def sequential(params: Params, plan: Any, probe: Probe) -> Result:
     for trainer in trainers:
         trainer.publish()
     funnel.flush()
-    return Result(actor, stats, time.perf_counter() - started)
+    return Result(actor, stats, time.perf_counter() - started, time.process_time() - cpu_started)
 
 
 def processes(params: Params, plan: Any, probe: Probe) -> Result:
@@ -134,12 +140,11 @@ def processes(params: Params, plan: Any, probe: Probe) -> Result:
         for agent in range(plan.agents)
     ]
     event_wait = params.wait == "event"
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     try:
         for worker in workers:
             worker.start()
-        if plan.remaining is None:
-            probe.phase("warmup")
+        _clock_starts(plan, probe)
         for taken in _epochs(plan, actor, rings, probe):
             if event_wait:
                 for agent in np.flatnonzero(taken):
@@ -168,6 +173,6 @@ def processes(params: Params, plan: Any, probe: Probe) -> Result:
                 if worker.is_alive():
                     worker.kill()
                     worker.join()
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     funnel.flush()
-    return Result(actor, stats, wall)
+    return Result(actor, stats, wall, cpu)

@@ -53,6 +53,8 @@ def run(params: Params, probe: Probe) -> None:
     if plan.agents == 0:
         probe.work(requested=0, done=0)
         return
+    if plan.remaining is not None:
+        probe.phase("warmup")  # set-up is not part of the fixed work's rates; backends end it
     loop = backends.sequential if params.backend == "sequential" else backends.processes
     result = loop(params, plan, probe)
     done = int(result.actor.steps.sum())
@@ -68,6 +70,7 @@ def report(params: Params, result: Any, probe: Probe) -> None:
     samples = float(table[:, L.SAMPLES].sum())
     alive = float(table[:, L.ALIVE_S].sum())
     probe.set("work_wall_s", result.wall_s)
+    probe.set("main_cpu_s", result.main_cpu_s)
     probe.set("replay_ratio", samples / env_steps if env_steps else 0.0)
     probe.set("publish_share", float(table[:, L.PUBLISH_S].sum()) / alive if alive else 0.0)
     probe.set("publish_s", float(table[:, L.PUBLISH_S].sum()))
