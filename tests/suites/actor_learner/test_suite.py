@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
+
 import pydantic
 import pytest
 
@@ -25,6 +27,7 @@ def test_env_steps_done_equal_epochs_x_turns_x_agents(backend: str) -> None:
     assert metrics["publishes"] > 0
     assert 0 <= metrics["policy_lag_min"] <= metrics["policy_lag_mean"] <= metrics["policy_lag_max"]
     assert metrics["mean_return"] > 0
+    assert mp.active_children() == []
 
 
 @pytest.mark.parametrize("backend", ["sequential", "processes"])
@@ -77,6 +80,18 @@ def test_params_coerce_cli_strings_and_refuse_bad_combinations() -> None:
         Params(learners=3)
     assert SUITE.resources_for(Params(agents=4)).cpus == 5
     assert SUITE.resources_for(Params(backend="sequential")).cpus == 1
+
+
+def test_a_crashing_learner_fails_the_run_and_leaves_no_process_behind(monkeypatch) -> None:
+    from suites.actor_learner import learner
+
+    def broken_step(self) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(learner.Trainer, "step", broken_step)  # forked learners inherit it
+    with pytest.raises(RuntimeError, match="learner"):
+        SUITE.run(Params(backend="processes", **{**TINY, "epochs": 10_000}), Probe())
+    assert mp.active_children() == []
 
 
 def test_cuda_without_a_gpu_is_a_suite_error() -> None:
