@@ -117,9 +117,7 @@ def evaluate(policy: PolicyStack | None, agents: int, episodes: int, seed: int) 
     totals = []
     try:
         for episode in range(episodes):
-            obs = np.stack(
-                [env.reset(seed=10_000 + seed * 1000 + 37 * episode + i)[0] for i, env in enumerate(envs)]
-            )
+            obs = np.stack([env.reset(seed=10_000 + seed * 1000 + 37 * episode + i)[0] for i, env in enumerate(envs)])
             returns = np.zeros(agents)
             running = np.ones(agents, bool)
             while running.any():

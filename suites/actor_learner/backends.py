@@ -49,9 +49,7 @@ class Result:
     main_cpu_s: float  # CPU seconds of this (the actor's) process over the work
 
 
-def _setup(
-    params: Params, agents: int, ctx: Any
-) -> tuple[WeightBoard, L.LearnerStats, list[ReplayRing], np.ndarray]:
+def _setup(params: Params, agents: int, ctx: Any) -> tuple[WeightBoard, L.LearnerStats, list[ReplayRing], np.ndarray]:
     from suites.actor_learner.dqn import DQNLearner, initial_weights
 
     initial = initial_weights(agents, params.hidden, params.seed)
@@ -99,9 +97,7 @@ def _epochs(plan: Any, actor: Actor, rings: list[ReplayRing], probe: Probe) -> I
 def sequential(params: Params, plan: Any, probe: Probe) -> Result:
     ctx = mp.get_context()
     board, stats, rings, initial = _setup(params, plan.agents, ctx)
-    trainers = [
-        L.Trainer(agent, params, rings[agent], board, stats, initial[agent]) for agent in range(plan.agents)
-    ]
+    trainers = [L.Trainer(agent, params, rings[agent], board, stats, initial[agent]) for agent in range(plan.agents)]
     actor = Actor(params, board, stats.column(L.UPDATES), params.seed)
     funnel = Funnel(probe, stats)
     _clock_starts(plan, probe)

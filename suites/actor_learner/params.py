@@ -25,9 +25,7 @@ class Params(BaseModel):
         description="collection rounds of the fixed work (epochs x turns x agents env steps); "
         "ignored in duration mode and when the harness sets a work target",
     )
-    turns: int = Field(
-        50, ge=1, description="env steps per agent per epoch", json_schema_extra={"unit": "steps"}
-    )
+    turns: int = Field(50, ge=1, description="env steps per agent per epoch", json_schema_extra={"unit": "steps"})
     buffer_capacity: int = Field(
         10000,
         ge=1,
@@ -53,9 +51,7 @@ class Params(BaseModel):
         description="processes backend: train only once batch_size new transitions arrived per step "
         "(replay ratio <= 1); off: train as fast as the learner can once the buffer holds a batch",
     )
-    device: Literal["cpu", "cuda"] = Field(
-        "cpu", description="where learners train (the actor acts on the CPU)"
-    )
+    device: Literal["cpu", "cuda"] = Field("cpu", description="where learners train (the actor acts on the CPU)")
     seed: int = Field(0, description="seeds environments, networks, exploration and sampling")
     hidden: int = Field(64, ge=1, le=4096, description="hidden units of the two-layer Q network")
     lr: float = Field(1e-3, gt=0, description="Adam learning rate")
@@ -73,9 +69,7 @@ class Params(BaseModel):
         json_schema_extra={"unit": "steps"},
     )
     epsilon_end: float = Field(0.05, ge=0, le=1, description="final exploration rate")
-    eval_episodes: int = Field(
-        5, ge=0, description="greedy episodes per agent at the end, for mean_return (0: skip)"
-    )
+    eval_episodes: int = Field(5, ge=0, description="greedy episodes per agent at the end, for mean_return (0: skip)")
     start_method: Literal["auto", "fork", "forkserver", "spawn"] = Field(
         "auto",
         description="how learner processes start; auto: fork on cpu (shares torch pages), spawn on cuda",

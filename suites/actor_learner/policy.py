@@ -28,9 +28,7 @@ class PolicyStack:
         if flat.shape != (self.size,):
             raise ValueError(f"expected {self.size} parameters, got shape {flat.shape}")
         offset = 0
-        for (out, inp), weight, bias in zip(
-            layer_shapes(self.hidden), self._weights, self._biases, strict=True
-        ):
+        for (out, inp), weight, bias in zip(layer_shapes(self.hidden), self._weights, self._biases, strict=True):
             weight[agent] = flat[offset : offset + out * inp].reshape(out, inp).T
             offset += out * inp
             bias[agent, 0] = flat[offset : offset + out]

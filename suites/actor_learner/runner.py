@@ -34,9 +34,7 @@ def plan_work(params: Params, probe: Probe) -> Plan:
     if probe.duration_s is not None:
         return Plan(params.agents, params.turns, None, 0)
     per_agent = params.epochs * params.turns
-    return Plan(
-        params.agents, params.turns, np.full(params.agents, per_agent, np.int64), per_agent * params.agents
-    )
+    return Plan(params.agents, params.turns, np.full(params.agents, per_agent, np.int64), per_agent * params.agents)
 
 
 def run(params: Params, probe: Probe) -> None:
