@@ -79,6 +79,7 @@ def report(params: Params, result: Any, probe: Probe) -> None:
         probe.set("policy_lag_min", float(actor.lag_min.min()))
         probe.set("policy_lag_mean", float(actor.lag_sum.sum() / (actor.lag_samples * actor.agents)))
         probe.set("policy_lag_max", float(actor.lag_max.max()))
+    _warn(params, table, samples / env_steps if env_steps else 0.0, probe)
     finished = actor.finished_returns
     if finished:
         probe.set("train_return_mean", float(np.mean(finished[-10 * actor.agents :])))
@@ -86,3 +87,20 @@ def report(params: Params, result: Any, probe: Probe) -> None:
     started = time.perf_counter()
     probe.set("mean_return", evaluate(actor.policy, actor.agents, params.eval_episodes, params.seed))
     probe.set("eval_s", time.perf_counter() - started)
+
+
+def _warn(params: Params, table: np.ndarray, replay_ratio: float, probe: Probe) -> None:
+    """Name the two classic losses when they show, with the knob that removes them."""
+    if params.backend != "processes":
+        return
+    if not params.throttle and replay_ratio > 2:
+        probe.warn(
+            f"replay ratio {replay_ratio:.1f} without throttle: learners trained as fast as they could and "
+            "took CPU from the actor; throttle=true trains once per batch_size new transitions"
+        )
+    wait_cpu, cpu = float(table[:, L.WAIT_CPU_S].sum()), float(table[:, L.CPU_S].sum())
+    if params.wait == "poll" and cpu > 0 and wait_cpu > 0.1 * cpu:
+        probe.warn(
+            f"learners burned {wait_cpu:.2f} s of CPU polling for data ({wait_cpu / cpu:.0%} of their CPU); "
+            "wait=event blocks until the actor writes"
+        )
