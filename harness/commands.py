@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from harness.errors import UserError
@@ -17,7 +16,7 @@ from harness.params import describe_params, parse_assignments, parse_list
 from harness.progress import Progress
 from harness.registry import discover, get_suite
 from harness.report.csv import write_csv
-from harness.report.terminal import render
+from harness.report.terminal import console_for_stdout, render
 from harness.store import RunStore
 from harness.sweep import execute, new_run, stored_cells
 
@@ -30,7 +29,7 @@ def exit_code(records: list[dict[str, Any]]) -> int:
 
 def cmd_suites() -> None:
     suites, broken = discover()
-    console = Console()
+    console = console_for_stdout()
     for name, suite in sorted(suites.items()):
         table = Table(title=f"{name}: {suite.description}", title_justify="left")
         for col in ("param", "allowed", "default", "unit", "description"):
@@ -206,7 +205,7 @@ def cmd_run(
         print(json.dumps(record, default=str))
     else:
         render(records)
-        console = Console()
+        console = console_for_stdout()
         for key, value in sorted(record["metrics"].items()):
             if not isinstance(value, dict):
                 console.print(f"  {key}: {value}", markup=False, highlight=False)

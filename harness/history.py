@@ -79,11 +79,11 @@ def collect(results: Path, suite: str | None, metric: str | None) -> tuple[str, 
 
 
 def cmd_history(suite: str | None, metric: str | None, results: Path, html: Path | None) -> int:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from harness.report.history_html import write_chart
+    from harness.report.terminal import console_for_stdout
 
     metric, rows = collect(results, suite, metric)
     better = direction(metric)
@@ -100,7 +100,7 @@ def cmd_history(suite: str | None, metric: str | None, results: Path, html: Path
             f"{r['min']:.4g}-{r['max']:.4g}",
             str(r["n"]),
         )
-    Console().print(table)
+    console_for_stdout().print(table)
     path = html or results / f"history-{suite or 'all'}-{metric}.html"
     write_chart(path, metric, rows)
     print(f"chart: {path}")

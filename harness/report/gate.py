@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from harness.report.terminal import console_for_stdout
 
 STYLE = {"regression": "bold red", "improvement": "green", "ok": "", "new": "yellow", "missing": "yellow"}
 COLUMNS = ("cell", "check", "baseline", "run", "ratio [interval]", "p", "verdict", "note")
@@ -54,7 +55,7 @@ def headline(result: dict[str, Any]) -> str:
 
 def render_gate(result: dict[str, Any], console: Console | None = None) -> None:
     # CI logs are not terminals: give the table room instead of rich's default 80 columns.
-    console = console or Console(width=None if sys.stdout.isatty() else 150)
+    console = console or console_for_stdout()
     table = Table(title=headline(result), title_justify="left")
     for col in COLUMNS:
         table.add_column(col, justify="right" if col in ("baseline", "run", "p") else "left")
