@@ -13,7 +13,6 @@ Ray is an optional extra: importing this module is cheap, `ray` is imported on u
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
