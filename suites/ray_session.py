@@ -70,9 +70,14 @@ def ray_session(num_cpus: int, num_gpus: int = 0) -> Iterator[Any]:
     try:
         yield ray
     finally:
-        processes = session_processes(last_session_dir)
-        ray.shutdown()
-        _wait_for_exit(processes)
+        shutdown(ray)
+
+
+def shutdown(ray: Any) -> None:
+    """Shut down the Ray this process started and wait until its processes have exited."""
+    processes = session_processes(_session_dir(ray))
+    ray.shutdown()
+    _wait_for_exit(processes)
 
 
 def _session_dir(ray: Any) -> str | None:
