@@ -73,7 +73,7 @@ class RayBackend:
         self.ray = ray = self._session.__enter__()
         actor = ray.remote(num_cpus=1, max_restarts=0)(TableWorker)
         game_ref = ray.put(self.game)
-        self.actors = [actor.options(name=None).remote(game_ref, self.sync) for _ in range(self.workers)]
+        self.actors = [actor.remote(game_ref, self.sync) for _ in range(self.workers)]
         ready = [a.ready.remote() for a in self.actors]
         done, _ = ray.wait(ready, num_returns=len(ready), timeout=_START_TIMEOUT_S)
         if len(done) < len(ready):

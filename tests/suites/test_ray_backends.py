@@ -106,23 +106,38 @@ def test_mccfr_ray_does_all_requested_work(cluster):
 
 
 @needs_ray
-@pytest.mark.parametrize("inference", ["server", "local"])
-def test_selfplay_ray_finishes_valid_games(cluster, inference):
+def test_selfplay_ray_server_finishes_valid_games(cluster):
+    m = selfplay_run(Probe(target_work=3), ray_inference="server")
+    assert m["games"] == m["work_requested"] == m["work_done"] == 3
+    assert_valid_games(m)
+    assert m["batch_mean"] > 0 and m["batch_max"] <= 2 * TINY_NET["leaves"]  # two actors' leaves at most
+    assert m["workers_with_torch"] == 0  # game actors behind the inference actor stay torch-free
+    assert m["wait_ms_count"] > 0
+    assert cluster.is_initialized()  # a cluster the suite joined is left running
+
+
+@needs_ray
+def test_selfplay_ray_local_nets_play_until_told_to_stop(cluster):
+    m = selfplay_run(Probe(duration_s=1.0, warmup_s=0.2), ray_inference="local")
+    assert m["moves_per_s"] > 0 and m["nn_evals_per_s"] > 0
+    assert_valid_games(m)
+    assert 0 < m["batch_mean"] <= TINY_NET["leaves"]  # one search step's leaves: no batching across actors
+    assert cluster.is_initialized()
+
+
+def selfplay_run(probe: Probe, **params) -> dict:
     from suites.selfplay import SUITE
 
-    probe = Probe(target_work=3)
-    SUITE.run(SUITE.params(backend="ray", workers=2, ray_inference=inference, **TINY_NET), probe)
-    m = probe.finish()
-    assert m["games"] == m["work_requested"] == m["work_done"] == 3
-    assert m["first_player_wins"] + m["second_player_wins"] + m["draws"] == 3
-    assert 7 * 3 <= m["moves"] <= 42 * 3
+    SUITE.run(SUITE.params(backend="ray", workers=2, **TINY_NET, **params), probe)
+    return probe.finish()
+
+
+def assert_valid_games(m: dict) -> None:
+    games = m["games"]
+    assert m["first_player_wins"] + m["second_player_wins"] + m["draws"] == games
+    assert 7 * games <= m["moves"]
     assert m["nn_evals"] >= m["moves"]
     assert m["worker_devices"] == ["cpu"]
-    assert m["batch_mean"] > 0 and m["batch_max"] <= 2 * TINY_NET["leaves"]
-    if inference == "server":
-        assert m["workers_with_torch"] == 0  # game actors behind the inference actor stay torch-free
-        assert m["wait_ms_count"] > 0
-    assert cluster.is_initialized()
 
 
 def test_shared_tables_are_refused_on_ray():
@@ -130,7 +145,11 @@ def test_shared_tables_are_refused_on_ray():
         mccfr_run(Probe(target_work=1), game="kuhn", backend="ray", sync="shared")
 
 
-def test_without_ray_the_backends_say_how_to_install_it(monkeypatch):
+@pytest.mark.parametrize("suite", ["mccfr", "selfplay"])
+def test_without_ray_the_backends_say_how_to_install_it(monkeypatch, suite):
+    from harness.registry import get_suite
+
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    params = {"game": "kuhn"} if suite == "mccfr" else TINY_NET
     with pytest.raises(SuiteError, match=r'backend=ray needs Ray: pip install -e "\.\[ray\]"'):
-        mccfr_run(Probe(target_work=1), game="kuhn", backend="ray")
+        get_suite(suite).run(get_suite(suite).params(backend="ray", **params), Probe(target_work=1))
