@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.probe import SuiteError
 from suites.ray_session import ray_session
 from suites.selfplay.backends import _JOIN_TIMEOUT_S, _POLL_S, _START_TIMEOUT_S, Context, _Accounting
 from suites.selfplay.connect4 import COLUMNS, PLANES, ROWS
@@ -51,7 +52,7 @@ def run_ray(ctx: Context) -> set[str]:
                         params.torch_threads,
                     )  # fmt: skip
                 )
-                info = ray.get(server.hello.remote((PLANES, ROWS, COLUMNS)), timeout=_START_TIMEOUT_S)
+                (info,) = _wait_started(ray, [server.hello.remote((PLANES, ROWS, COLUMNS))])
                 probe.log(
                     f"selfplay: inference actor up ({info['device']}) after {time.perf_counter() - ctx.started:.1f} s"
                 )
@@ -61,7 +62,7 @@ def run_ray(ctx: Context) -> set[str]:
             for slot, games in enumerate(ctx.shares):
                 net = (ctx.net_config, state, str(ctx.device)) if local else (None, None, "cpu")
                 actors.append(game.remote(slot, ctx.play_config, ctx.seed(slot), games, ctx.leaves, server, *net))
-            hellos = ray.get([a.hello.remote() for a in actors], timeout=_START_TIMEOUT_S)
+            hellos = _wait_started(ray, [a.hello.remote() for a in actors])
             heavy = [h for h in hellos if h["torch_loaded"]]
             if not local:
                 probe.set("workers_with_torch", len(heavy))
@@ -89,14 +90,16 @@ def run_ray(ctx: Context) -> set[str]:
             last_pull = 0.0
             while True:
                 stop = probe.should_stop()
-                if not stop and all_done():
-                    probe.stop()  # fixed work done: shutting down counts in no rate
-                    stop = True
+                finished = not stop and all_done()
                 now = time.perf_counter()
-                if stop or now - last_pull >= _PULL_S:
+                if stop or finished or now - last_pull >= _PULL_S:
                     pull()
                     last_pull = now
                 accounting.update()
+                if finished:
+                    probe.stop()  # fixed work done (and counted): shutting down counts in no rate
+                    accounting.update()
+                    stop = True
                 if stop:
                     break
                 ray.wait(plays, num_returns=len(plays), timeout=_POLL_S)
@@ -121,3 +124,15 @@ def run_ray(ctx: Context) -> set[str]:
     if local:
         return {h["device"] for h in hellos}
     return {info["device"]}
+
+
+def _wait_started(ray: Any, hellos: list[Any]) -> list[Any]:
+    """The actors' hellos; actors that a full cluster cannot place are an error, not a hang."""
+    done, _ = ray.wait(hellos, num_returns=len(hellos), timeout=_START_TIMEOUT_S)
+    if len(done) < len(hellos):
+        free = ray.available_resources().get("CPU", 0)
+        raise SuiteError(
+            f"backend=ray: only {len(done)} of {len(hellos)} actors started within {_START_TIMEOUT_S:.0f} s "
+            f"({free:g} CPUs free in the cluster): fewer workers, or a larger cluster"
+        )
+    return ray.get(hellos)

@@ -109,6 +109,7 @@ def test_mccfr_ray_does_all_requested_work(cluster):
 def test_selfplay_ray_server_finishes_valid_games(cluster):
     m = selfplay_run(Probe(target_work=3), ray_inference="server")
     assert m["games"] == m["work_requested"] == m["work_done"] == 3
+    assert m["moves_per_s"] > 0  # the last counts are read before the window closes
     assert_valid_games(m)
     assert m["batch_mean"] > 0 and m["batch_max"] <= 2 * TINY_NET["leaves"]  # two actors' leaves at most
     assert m["workers_with_torch"] == 0  # game actors behind the inference actor stay torch-free
