@@ -42,6 +42,7 @@ WarmupOpt = typer.Option(None, "--warmup", help="seconds excluded from rates")
 WorkOpt = typer.Option(None, "--work", help="fixed work units instead of a duration")
 TimeoutOpt = typer.Option(None, "--timeout", help="deadline per cell in seconds (default warmup+duration+60)")
 OutOpt = typer.Option(commands.DEFAULT_RESULTS, "--out", help="directory that receives run directories")
+MemoryOpt = typer.Option(None, "--memory-limit", help="address-space limit (RLIMIT_AS) of each cell's processes, in MB")
 
 
 @app.command()
@@ -63,9 +64,10 @@ def run(
     timeout: float = TimeoutOpt,
     json_: bool = typer.Option(False, "--json", help="print the cell's record as JSON"),
     out: Path = OutOpt,
+    memory_limit: float = MemoryOpt,
 ) -> int:
     """Run one cell and print its metrics."""
-    return commands.cmd_run(suite, set_, duration, warmup, work, timeout, json_, out)
+    return commands.cmd_run(suite, set_, duration, warmup, work, timeout, json_, out, memory_limit)
 
 
 @app.command()
@@ -87,9 +89,12 @@ def sweep(
     quiet: bool = typer.Option(False, "--quiet", help="plain lines, failures only"),
     executor: str = typer.Option("local", "--executor", help="local or ray"),
     address: str = typer.Option(None, "--address", help="Ray cluster address (with --executor ray)"),
+    memory_limit: float = MemoryOpt,
 ) -> int:
     """Run a matrix of cells; exit 0 if all are ok, 1 if any failed, 2 on bad input."""
-    overrides = commands.build_overrides(suite, workers, backend, set_, duration, warmup, work, repeats, timeout, label)
+    overrides = commands.build_overrides(
+        suite, workers, backend, set_, duration, warmup, work, repeats, timeout, label, memory_limit
+    )
     return commands.cmd_sweep(spec, overrides, out, resume, quiet, executor, address)
 
 
@@ -128,6 +133,121 @@ def diagnose(
     from harness.diagnose import cmd_diagnose
 
     return cmd_diagnose(run_dir, json_)
+
+
+baseline_app = typer.Typer(help="Save runs as baselines for `harness gate`.", no_args_is_help=True)
+app.add_typer(baseline_app, name="baseline")
+BaselineDirOpt = typer.Option(Path("results/baselines"), "--dir", help="where baselines are kept")
+
+
+@baseline_app.command("save")
+@user_errors_exit_2
+def baseline_save(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    name: str = typer.Option(..., "--name", help="baseline name: written as DIR/NAME.json"),
+    directory: Path = BaselineDirOpt,
+    bound_slack: float = typer.Option(0.10, "--bound-slack", help="quality bounds = worst repeat x (1 + this)"),
+) -> int:
+    """Freeze a run's per-repeat metrics and metadata into a baseline file."""
+    from harness.baseline import cmd_baseline_save
+
+    return cmd_baseline_save(run_dir, name, directory, bound_slack)
+
+
+@app.command()
+@user_errors_exit_2
+def profile(
+    suite: str = typer.Argument(..., help="suite name (see `harness suites`)"),
+    set_: list[str] = SetOpt,
+    duration: float = DurationOpt,
+    warmup: float = WarmupOpt,
+    timeout: float = TimeoutOpt,
+    rate: int = typer.Option(100, "--rate", help="py-spy samples per second"),
+    native: bool = typer.Option(False, "--native", help="also sample C/C++ frames (torch, numpy)"),
+    flamegraph: bool = typer.Option(
+        False, "--flamegraph", help="also write a flamegraph SVG (runs the cell a second time)"
+    ),
+    out: Path = OutOpt,
+) -> int:
+    """Run one cell under py-spy (all its processes); write a speedscope profile into the run."""
+    from harness.profile import cmd_profile
+
+    return cmd_profile(suite, set_, duration, warmup, timeout, rate, native, flamegraph, out)
+
+
+@app.command()
+@user_errors_exit_2
+def gate(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    baseline: str = typer.Option(
+        ..., "--baseline", help="baseline name (in --dir), a baseline .json, or a run directory"
+    ),
+    directory: Path = BaselineDirOpt,
+    tolerance: str = typer.Option(
+        None, "--tolerance", help="e.g. 10% (default: see docs/benchmarks.md, CI gate trial)"
+    ),
+    metric: list[str] = typer.Option(
+        None, "--metric", help="metrics to speed-gate (default: every throughput); repeatable"
+    ),
+    normalize: str = typer.Option(
+        None, "--normalize", help="synthetic: divide throughputs by the same run's spin units/s"
+    ),
+    confidence: float = typer.Option(0.95, "--confidence", help="bootstrap interval of the ratio of medians"),
+    ignore_param: list[str] = typer.Option(None, "--ignore-param", help="match cells as if this param were equal"),
+) -> int:
+    """Compare a run with a baseline: exit 1 on any regression, 0 otherwise, 2 on bad input."""
+    from harness.gate import cmd_gate
+
+    return cmd_gate(run_dir, baseline, directory, tolerance, metric, normalize, confidence, ignore_param)
+
+
+@app.command()
+@user_errors_exit_2
+def history(
+    suite: str = typer.Option(None, "--suite", help="only this suite's cells"),
+    metric: str = typer.Option(
+        None, "--metric", help="default: the suite's throughput (iterations_per_s, games_per_min, ...)"
+    ),
+    results: Path = typer.Option(commands.DEFAULT_RESULTS, "--results", help="directory holding run directories"),
+    html: Path = typer.Option(None, "--html", help="chart path (default RESULTS/history-SUITE-METRIC.html)"),
+) -> int:
+    """Every run's median of a metric in time order, with its git commit: table and HTML chart."""
+    from harness.history import cmd_history
+
+    return cmd_history(suite, metric, results, html)
+
+
+@app.command()
+@user_errors_exit_2
+def export(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    pyperf: Path = typer.Option(None, "--pyperf", help="write a pyperf BenchmarkSuite JSON here"),
+    metric: list[str] = typer.Option(None, "--metric", help="metrics to export (default: every rate); repeatable"),
+) -> int:
+    """Export a run for other tools: --pyperf OUT.json (rates become time per unit)."""
+    from harness.report.pyperf import cmd_export
+
+    return cmd_export(run_dir, pyperf, metric)
+
+
+@app.command()
+@user_errors_exit_2
+def limits(
+    device: str = typer.Option("cpu", "--device", help="where the net runs: cpu or cuda"),
+    blocks: int = typer.Option(2, "--blocks", help="residual blocks of the self-play net"),
+    channels: int = typer.Option(32, "--channels", help="channels of the net's convolutions"),
+    batches: str = typer.Option("1,2,4,8,16,32,64,128,256,512,1024", "--batches", help="batch sizes to time"),
+    message_bytes: int = typer.Option(64, "--message-bytes", help="IPC payload per round trip"),
+    parts: str = typer.Option("ipc,net", "--parts", help="ipc, net or both"),
+    fast: bool = typer.Option(False, "--fast", help="pyperf --fast: rough numbers, half the time"),
+    pyperf_args: str = typer.Option(None, "--pyperf-args", help="extra pyperf options, e.g. '--rigorous'"),
+    threads: int = typer.Option(0, "--threads", help="torch intra-op threads for the net (0 = torch's default)"),
+    out: Path = OutOpt,
+) -> int:
+    """pyperf micro benchmarks: IPC round trips and the net's evals/s per batch size."""
+    from harness.limits import cmd_limits
+
+    return cmd_limits(device, blocks, channels, batches, message_bytes, parts, fast, pyperf_args, out, threads)
 
 
 if __name__ == "__main__":

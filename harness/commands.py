@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from harness.errors import UserError
@@ -17,7 +16,7 @@ from harness.params import describe_params, parse_assignments, parse_list
 from harness.progress import Progress
 from harness.registry import discover, get_suite
 from harness.report.csv import write_csv
-from harness.report.terminal import render
+from harness.report.terminal import console_for_stdout, render
 from harness.store import RunStore
 from harness.sweep import execute, new_run, stored_cells
 
@@ -30,7 +29,7 @@ def exit_code(records: list[dict[str, Any]]) -> int:
 
 def cmd_suites() -> None:
     suites, broken = discover()
-    console = Console()
+    console = console_for_stdout()
     for name, suite in sorted(suites.items()):
         table = Table(title=f"{name}: {suite.description}", title_justify="left")
         for col in ("param", "allowed", "default", "unit", "description"):
@@ -59,6 +58,7 @@ def build_overrides(
     repeats: int | None,
     timeout: float | None,
     label: str | None,
+    memory_limit_mb: float | None = None,
 ) -> Overrides:
     axes: dict[str, list[Any]] = dict(parse_assignments(sets))
     for flag, key, text in (("--workers", "workers", workers), ("--backend", "backend", backend)):
@@ -74,6 +74,7 @@ def build_overrides(
         repeats=repeats,
         timeout=timeout,
         label=label,
+        memory_limit_mb=memory_limit_mb,
     )
 
 
@@ -116,7 +117,11 @@ def write_reports(
     markdown: bool = False,
     findings: list[Any] | None = None,
 ) -> list[Path]:
-    """summary.csv and cells.csv, then report.html and summary.md when asked."""
+    """summary.csv and cells.csv, then report.html and summary.md when asked. Self-play
+    cells get `efficiency_pct` when a `harness limits` run sits beside this one."""
+    from harness.limits import latest_limits, with_efficiency
+
+    records = with_efficiency(records, latest_limits(store.root.parent))
     paths = write_csv(store.root, records)
     if html or markdown:
         if findings is None:
@@ -171,6 +176,7 @@ def cmd_run(
     timeout: float | None,
     as_json: bool,
     out: Path,
+    memory_limit_mb: float | None = None,
 ) -> int:
     get_suite(suite_name)
     axes = parse_assignments(sets)
@@ -188,6 +194,7 @@ def cmd_run(
         timeout=timeout,
         label=f"run-{suite_name}",
         repeats=1,
+        memory_limit_mb=memory_limit_mb,
     )
     spec = apply_overrides(Spec(), overrides)
     cells = expand(spec)
@@ -198,7 +205,7 @@ def cmd_run(
         print(json.dumps(record, default=str))
     else:
         render(records)
-        console = Console()
+        console = console_for_stdout()
         for key, value in sorted(record["metrics"].items()):
             if not isinstance(value, dict):
                 console.print(f"  {key}: {value}", markup=False, highlight=False)

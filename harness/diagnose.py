@@ -24,7 +24,9 @@ numbers and one line naming the remedy. What each rule reads:
 - BUSY_WAIT (warning): `<role>_wait_cpu_s` against `<role>_wait_s` (or `wait_s`): CPU
   seconds burned per second spent waiting; or `wait_share` (share of the time the suite
   says its processes wait) with `cpu_util_mean` near every process being busy; or
-  `publish_share` (share of the time spent publishing weights) >= 0.2.
+  `publish_share` (share of the time spent publishing weights) >= 0.2; or learners that
+  spin instead of waiting: `replay_ratio` >= 2 with `learner_cpu_s` >= 2 x `main_cpu_s`
+  (the actor's), the seed's unthrottled learners re-training on stale samples.
 - OVERSUBSCRIBED (info): the suite's `resources_for(params).cpus` against run.json's
   `cpu_cores`.
 """
@@ -59,6 +61,8 @@ BUSY_WAIT_CPU_PER_WAIT_S = 0.05  # a waiting process burning >= 5 % of a core po
 BUSY_WAIT_MIN_WAIT_S = 0.5
 BUSY_WAIT_SHARE = 0.5
 BUSY_PUBLISH_SHARE = 0.2  # a fifth of the time spent publishing weights: publish less often
+BUSY_SPIN_REPLAY_RATIO = 2.0  # samples trained per sample collected
+BUSY_SPIN_CPU_FACTOR = 2.0  # learner CPU over the actor's
 BUSY_WAIT_BUSY_FRACTION = 0.8
 
 WORKER_KEYS = ("workers", "agents", "actors")
@@ -474,6 +478,18 @@ def busy_wait(ctx: Context) -> list[Finding]:
                 symptom = (
                     f"processes wait {100 * share:.0f} % of the time yet keep {100 * busy:.0f} % of their cores busy"
                 )
+        # Learners that never wait can still spin: re-training on stale samples as fast as
+        # they can (the seed's unthrottled learners), starving the actor that feeds them.
+        ratio, learner_cpu = cell.median("replay_ratio"), cell.median("learner_cpu_s")
+        actor_cpu = cell.median("main_cpu_s")
+        if symptom is None and ratio is not None and learner_cpu is not None and actor_cpu:
+            if ratio >= BUSY_SPIN_REPLAY_RATIO and learner_cpu >= BUSY_SPIN_CPU_FACTOR * actor_cpu:
+                evidence = {"replay_ratio": ratio, "learner_cpu_s": learner_cpu, "main_cpu_s": actor_cpu}
+                symptom = (
+                    f"learners spin on stale data: replay ratio {ratio:.1f} and {_fmt(learner_cpu)} CPU s "
+                    f"against the actor's {_fmt(actor_cpu)}"
+                )
+                remedy = "train only as new data arrives (throttle=true) so the actor keeps its CPU"
         if symptom is None:
             continue
         ctx_vol = cell.median("cpu_ctx_vol")

@@ -28,13 +28,16 @@ DEFAULT_DEADLINE_SLACK_S = 60.0
 class Budget(BaseModel):
     """How long each cell runs; any of these may be set at the top or per entry."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     duration: float | None = Field(None, gt=0, description="measured seconds per cell")
     warmup: float | None = Field(None, ge=0, description="seconds excluded from rates")
     work: int | None = Field(None, ge=0, description="fixed work units instead of a duration")
     repeats: int | None = Field(None, ge=1, le=1000)
     timeout: float | None = Field(None, gt=0, description="deadline per cell, seconds")
+    memory_limit_mb: float | None = Field(
+        None, ge=16, description="address-space limit (RLIMIT_AS) of every process of a cell, MB"
+    )
 
 
 class Entry(Budget):
@@ -59,6 +62,7 @@ class Cell:
     repeats: int
     timeout: float
     id: str = field(default="")
+    memory_limit_mb: float | None = None  # RLIMIT_AS of every process of the cell
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -85,11 +89,23 @@ def load_spec(path: Path) -> Spec:
     try:
         return Spec.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise UserError(
-            f"{path}: {problems}. Top-level keys: label, duration, warmup, work, repeats, timeout, "
-            "matrix; each [[matrix]] entry: suite, params and the same budget keys"
-        ) from None
+        raise UserError(spec_error(str(path), exc)) from None
+
+
+BUDGET_KEYS = ("duration", "warmup", "work", "repeats", "timeout", "memory_limit_mb")
+
+
+def spec_error(source: str, exc: ValidationError) -> str:
+    """Every problem with its key, the value given and what is allowed."""
+    problems = []
+    for err in exc.errors():
+        key = ".".join(map(str, err["loc"])) or "(spec)"
+        given = f" (got {err['input']!r})" if err["type"] not in ("missing", "extra_forbidden") else ""
+        problems.append(f"{key}: {err['msg']}{given}")
+    return (
+        f"{source}: {'; '.join(problems)}. Top-level keys: label, {', '.join(BUDGET_KEYS)}, matrix; "
+        "each [[matrix]] entry: suite, params and the same budget keys"
+    )
 
 
 @dataclass
@@ -104,6 +120,7 @@ class Overrides:
     repeats: int | None = None
     timeout: float | None = None
     label: str | None = None
+    memory_limit_mb: float | None = None
 
 
 def apply_overrides(spec: Spec, ov: Overrides) -> Spec:
@@ -113,17 +130,20 @@ def apply_overrides(spec: Spec, ov: Overrides) -> Spec:
         entries = [e for e in entries if e.suite == ov.suite] or [Entry(suite=ov.suite)]
     if not entries:
         raise UserError("nothing to run: give a spec with [[matrix]] entries, or --suite NAME")
-    budget = {k: getattr(ov, k) for k in ("duration", "warmup", "work", "repeats", "timeout")}
+    budget = {k: getattr(ov, k) for k in BUDGET_KEYS}
     budget = {k: v for k, v in budget.items() if v is not None}
     new_entries = []
     for entry in entries:
         params = dict(entry.params)
         params.update(ov.axes)
-        new_entries.append(entry.model_copy(update={"params": params, **budget}))
+        new_entries.append({**entry.model_dump(), "params": params, **budget})
     top = {k: v for k, v in budget.items()}
     if ov.label is not None:
         top["label"] = ov.label
-    return spec.model_copy(update={"matrix": new_entries, **top})
+    try:  # validated again: command-line values obey the same bounds as the spec's
+        return Spec.model_validate({**spec.model_dump(), "matrix": new_entries, **top})
+    except ValidationError as exc:
+        raise UserError(spec_error("command line", exc)) from None
 
 
 def _axes(params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -148,13 +168,14 @@ def expand(spec: Spec) -> list[Cell]:
         repeats = _pick(entry.repeats, spec.repeats, 1)
         deadline = (duration or 0.0) + warmup + DEFAULT_DEADLINE_SLACK_S
         timeout = _pick(entry.timeout, spec.timeout, deadline)
+        memory = _pick(entry.memory_limit_mb, spec.memory_limit_mb, None)
         for raw in _axes(entry.params):
             params = validate(entry.suite, suite.params, raw).model_dump(mode="json")
             cid = cell_id(entry.suite, params)
             if cid in seen:
                 continue
             seen.add(cid)
-            cells.append(Cell(entry.suite, params, duration, warmup, work, repeats, timeout, cid))
+            cells.append(Cell(entry.suite, params, duration, warmup, work, repeats, timeout, cid, memory))
     return cells
 
 

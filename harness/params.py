@@ -23,7 +23,7 @@ def parse_assignments(items: list[str] | None) -> dict[str, list[str]]:
             raise UserError(f"--set expects key=value or key=v1,v2, got {item!r}")
         values = [v.strip() for v in value.split(",")]
         if any(v == "" for v in values):
-            raise UserError(f"--set {key}: empty value in {item!r}; write key=v1,v2")
+            raise UserError(f"--set {key}: empty value in {item!r}; expects key=value or key=v1,v2")
         out[key] = values
     return out
 

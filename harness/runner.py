@@ -24,15 +24,21 @@ import psutil
 
 from harness.matrix import Cell
 from harness.monitors import Monitor, MonitorResult, default_monitors
+from harness.profile import dump_stacks
 from harness.store import RunStore, utc_now
 
 KILL_GRACE_S = 3.0
+ENV_CELL = "HARNESS_CELL"
+ENV_RUN = "HARNESS_RUN"
 LOG_TAIL_LINES = 5
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 
 # Called at a deadline, before anything is killed, with the cell's live processes and the
 # store; returns a path (relative to the run directory) of what it saved, or None.
 DeadlineHook = Callable[[list[psutil.Process], RunStore, str], "str | None"]
+# Turns the child's command line into the one started (e.g. under `py-spy record`), given
+# "<id>-<repeat>".
+CommandWrap = Callable[[list[str], str], list[str]]
 
 
 @dataclass
@@ -66,12 +72,52 @@ class ChildStream:
         return stream
 
 
-def child_env() -> dict[str, str]:
-    """The child imports the same harness and suites as this process, wherever it runs."""
+def child_env(cell_key: str | None = None, run_root: Path | None = None) -> dict[str, str]:
+    """The child imports the same harness and suites as this process, wherever it runs.
+
+    Every process of the cell inherits the markers HARNESS_CELL=<id>-<repeat> and
+    HARNESS_RUN=<run directory>, so one that left the cell's process group and tree (a
+    double fork with setsid) is still found and killed (`marked_processes`)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
+    if cell_key is not None:
+        env[ENV_CELL] = cell_key
+    if run_root is not None:
+        env[ENV_RUN] = str(run_root.resolve())
     return env
+
+
+def marked_processes(run_root: Path, cell_key: str | None = None) -> dict[int, psutil.Process]:
+    """Live processes carrying this run's marker (and this cell's, if given), wherever
+    they are in the process tree. Processes whose environment cannot be read (other
+    users') are not ours."""
+    run = str(run_root.resolve())
+    found: dict[int, psutil.Process] = {}
+    me = os.getpid()
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == me:
+                continue
+            env = proc.environ()
+            if env.get(ENV_RUN) != run or (cell_key is not None and env.get(ENV_CELL) != cell_key):
+                continue
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                found[proc.pid] = proc
+        except psutil.Error:
+            pass
+    return found
+
+
+def describe_processes(procs: list[psutil.Process]) -> str:
+    parts = []
+    for proc in procs:
+        try:
+            name = proc.name()
+        except psutil.Error:
+            name = "?"
+        parts.append(f"pid {proc.pid} ({name})")
+    return ", ".join(parts)
 
 
 def describe_exit(returncode: int) -> str:
@@ -86,14 +132,20 @@ def describe_exit(returncode: int) -> str:
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The log's last lines; after a crash in native code, faulthandler's report instead
+    (its first lines hold the innermost frames, where the crash happened)."""
     try:
         text = path.read_text(errors="replace").rstrip().splitlines()
     except OSError:
         return ""
+    fatal = next((i for i, line in enumerate(text) if line.startswith("Fatal Python error")), None)
+    if fatal is not None:
+        frames = [line.strip() for line in text[fatal + 1 :] if line.strip().startswith("File ")]
+        return " | ".join([text[fatal], *frames[: lines - 1]])
     return " | ".join(text[-lines:])
 
 
-def kill_tree(pgid: int, known: dict[int, psutil.Process], grace_s: float = KILL_GRACE_S) -> None:
+def kill_tree(pgid: int | None, known: dict[int, psutil.Process], grace_s: float = KILL_GRACE_S) -> None:
     """SIGTERM the process group and every known descendant, then SIGKILL what is left.
 
     Known processes are psutil handles taken while they were the cell's, so a PID reused
@@ -121,7 +173,9 @@ def _alive(known: dict[int, psutil.Process]) -> list[psutil.Process]:
     return out
 
 
-def _signal_group(pgid: int, sig: int) -> None:
+def _signal_group(pgid: int | None, sig: int) -> None:
+    if pgid is None:
+        return
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
@@ -142,11 +196,13 @@ class CellRunner:
         self,
         store: RunStore,
         monitors: Callable[[], list[Monitor]] = default_monitors,
-        on_deadline: DeadlineHook | None = None,
+        on_deadline: DeadlineHook | None = dump_stacks,
+        wrap: CommandWrap | None = None,
     ) -> None:
         self.store = store
         self.monitors = monitors
         self.on_deadline = on_deadline
+        self.wrap = wrap
         self._current: subprocess.Popen[bytes] | None = None
         self._known: dict[int, psutil.Process] = {}
 
@@ -162,23 +218,29 @@ class CellRunner:
                 "duration": cell.duration,
                 "warmup": cell.warmup,
                 "work": cell.work,
+                "memory_limit_mb": cell.memory_limit_mb,
             }
         )
+        key = f"{cell.id}-{repeat}"
         monitors = self.monitors()
+        command = [sys.executable, "-m", "harness.cell", spec, str(scratch)]
+        if self.wrap is not None:
+            command = self.wrap(command, key)
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.cell", spec, str(scratch)],
+                command,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env=child_env(),
+                env=child_env(key, self.store.root),
             )
         self._current, self._known = proc, {}
         self._tree(proc.pid)
         for monitor in monitors:
             monitor.start(proc.pid)
         status, reason, dump = "ok", None, None
+        escaped = ""
         try:
             try:
                 proc.wait(timeout=cell.timeout)
@@ -186,8 +248,11 @@ class CellRunner:
                 status = "timeout"
                 reason = f"no result within the {cell.timeout:g} s deadline; the cell's processes were killed"
                 if self.on_deadline is not None:
-                    live = _alive(self._tree(proc.pid))
-                    dump = self.on_deadline(live, self.store, f"{cell.id}-{repeat}")
+                    live = _alive({**self._tree(proc.pid), **marked_processes(self.store.root, key)})
+                    try:
+                        dump = self.on_deadline(live, self.store, key)
+                    except Exception as exc:  # noqa: BLE001 - a failed dump must not stop the kill
+                        reason += f" (stack dump failed: {type(exc).__name__}: {exc})"
         finally:
             # Ends the tree on every path: deadline, Ctrl-C, and a child that exited but
             # left workers behind.
@@ -198,6 +263,15 @@ class CellRunner:
                 for pid, handle in result.processes.items():
                     self._known.setdefault(pid, handle)
             kill_tree(proc.pid, self._known, grace_s=0.5)
+            # Whatever is left escaped both the group and the tree the monitors saw.
+            marked = {pid: p for pid, p in marked_processes(self.store.root, key).items() if pid != proc.pid}
+            if marked:
+                psutil.wait_procs(list(marked.values()), timeout=0.3)  # group members still dying
+                survivors = _alive(marked)
+                if survivors:
+                    escaped = describe_processes(survivors)
+                    self._known.update(marked)
+                    kill_tree(proc.pid, {p.pid: p for p in survivors}, grace_s=0.5)
             self._current = None
         stream = ChildStream.read(scratch)
         record: dict[str, Any] = {
@@ -236,6 +310,13 @@ class CellRunner:
                 status=status,
                 reason=f"{describe_exit(proc.returncode)} before reporting" + (f"; log: {tail}" if tail else ""),
             )
+        if escaped:
+            record["warnings"] = [
+                *record["warnings"],
+                f"processes outlived the cell outside its process group and were killed: {escaped}",
+            ]
+        if cell.memory_limit_mb and record["status"] == "error" and "MemoryError" in (record["reason"] or ""):
+            record["reason"] += f" (the cell's --memory-limit of {cell.memory_limit_mb:g} MB was reached)"
         for result in results:
             record["metrics"].update(result.metrics)
         series_path = self.store.series_path(cell.id, repeat)

@@ -20,6 +20,7 @@ from harness.errors import UserError
 RUN_FILE = "run.json"
 CELLS_FILE = "cells.jsonl"
 SCHEMA_VERSION = 1
+RECORD_KEYS = ("id", "suite", "params", "repeat", "status")
 
 
 def utc_now() -> str:
@@ -72,9 +73,14 @@ class RunStore:
     def meta(self) -> dict[str, Any]:
         path = self.root / RUN_FILE
         try:
-            return json.loads(path.read_text())
+            meta = json.loads(path.read_text(errors="replace"))
         except json.JSONDecodeError as exc:
             raise UserError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        except OSError as exc:
+            raise UserError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        if not isinstance(meta, dict):
+            raise UserError(f"{path}: expected a JSON object, found {type(meta).__name__}")
+        return meta
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         write_json_atomic(self.root / RUN_FILE, meta)
@@ -94,17 +100,40 @@ class RunStore:
         finally:
             os.close(fd)
 
+    def repair(self) -> str | None:
+        """Before appending to a run that was stopped mid-write (SIGKILL, power loss): cut a
+        truncated last line off cells.jsonl, so new lines do not follow a broken one. The
+        cut bytes are kept in cells.jsonl.torn; returns a warning, or None if intact."""
+        path = self.root / CELLS_FILE
+        if not path.exists():
+            return None
+        with open(path, "rb+") as fh:
+            data = fh.read()
+            if not data or data.endswith(b"\n"):
+                return None
+            keep = data.rfind(b"\n") + 1
+            with open(self.root / f"{CELLS_FILE}.torn", "ab") as torn:
+                torn.write(data[keep:] + b"\n")
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())
+        line = data.count(b"\n", 0, keep) + 1
+        return f"{path}:{line}: truncated last line removed (kept in {CELLS_FILE}.torn); its cell will run again"
+
     def iter_records(self) -> Iterator[dict[str, Any]]:
         path = self.root / CELLS_FILE
         if not path.exists():
             return
-        with open(path) as fh:
-            lines = fh.readlines()
+        try:
+            with open(path, errors="replace") as fh:
+                lines = fh.readlines()
+        except OSError as exc:
+            raise UserError(f"{path}: cannot be read ({exc.strerror or exc})") from None
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                yield json.loads(line)
+                record = json.loads(line)
             except json.JSONDecodeError as exc:
                 if number == len(lines) and not line.endswith("\n"):
                     warnings.warn(
@@ -112,7 +141,17 @@ class RunStore:
                         stacklevel=2,
                     )
                     continue
-                raise UserError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+                raise UserError(
+                    f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno}); each line is one "
+                    "cell-repeat: delete the broken line and `harness sweep --resume` reruns that cell"
+                ) from None
+            missing = [k for k in RECORD_KEYS if not isinstance(record, dict) or k not in record]
+            if missing:
+                raise UserError(
+                    f"{path}:{number}: not a cell record (missing {', '.join(missing)}); "
+                    "each line is one cell-repeat: delete the broken line and `harness sweep --resume` reruns that cell"
+                )
+            yield record
 
     def records(self) -> list[dict[str, Any]]:
         """The latest record of every (cell id, repeat), in the order they were written."""

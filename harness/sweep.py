@@ -14,6 +14,7 @@ from harness import metadata
 from harness.executors import Executor, Job
 from harness.matrix import Cell, Spec
 from harness.progress import Progress
+from harness.runner import kill_tree, marked_processes
 from harness.store import RunStore, utc_now
 
 
@@ -58,6 +59,16 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def execute(store: RunStore, cells: list[Cell], executor: Executor, progress: Progress) -> list[dict[str, Any]]:
     """Runs what is missing; returns the run's latest records. Ctrl-C propagates after the
     running cell's processes are ended and run.json says the run was interrupted."""
+    torn = store.repair()
+    if torn:
+        print(f"warning: {torn}", file=sys.stderr)
+    leftovers = marked_processes(store.root)
+    if leftovers:  # cells of this run still alive after its sweep process was killed
+        print(
+            f"warning: ending {len(leftovers)} process(es) left by an earlier, killed sweep of this run",
+            file=sys.stderr,
+        )
+        kill_tree(None, leftovers, grace_s=1.0)
     jobs = jobs_for(cells, store.finished())
     progress.begin(cells, len(jobs), store.root)
     store.update_meta(state="running", resumed=utc_now() if store.finished() else None)

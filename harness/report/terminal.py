@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pandas as pd
@@ -21,6 +22,7 @@ HEADLINE = (
     "units_per_s",
     "round_trips_per_s",
     "batch_mean",
+    "efficiency_pct",
     "wait_ms_p95",
     "exploitability",
     "nash_conv",
@@ -32,18 +34,26 @@ HEADLINE = (
     "gpu_util_mean",
 )
 MAX_METRICS = 7
+PIPE_WIDTH = 160  # when stdout is a file or CI log, 80 columns would fold every table
+
+
+def console_for_stdout() -> Console:
+    """A console as wide as the terminal, or PIPE_WIDTH when output goes to a log."""
+    return Console(width=None if sys.stdout.isatty() else PIPE_WIDTH)
 
 
 def _fmt(value: Any) -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "-"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))  # counts and sizes: 20000, not 2e+04
     if isinstance(value, float):
         return f"{value:.4g}"
     return escape(str(value))
 
 
 def render(records: list[dict[str, Any]], console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or console_for_stdout()
     summary = summary_frame(records)
     if summary.empty:
         console.print("no finished cells")
@@ -79,7 +89,7 @@ def render_findings(findings: list[Any], console: Console | None = None) -> None
     """Diagnoses (harness.diagnose.Finding), most severe first: severity, rule and cells on
     one line, the finding with its remedy indented below (hints are long; a table column
     would fold them into a narrow strip)."""
-    console = console or Console()
+    console = console or console_for_stdout()
     if not findings:
         console.print("diagnose: no findings")
         return
@@ -97,7 +107,7 @@ VERDICT_STYLE = {"better": "green", "worse": "red", "same": "", "n/a": "dim"}
 def render_compare(comparison: Any, console: Console | None = None) -> None:
     """Ratios B/A of the metrics that have a direction; counters and utilisation (no
     direction) are left to the HTML report."""
-    console = console or Console()
+    console = console or console_for_stdout()
     directed = [r for r in comparison.rows if r["direction"]]
     table = Table(
         title=f"B / A: {escape(comparison.run_b.name)} over {escape(comparison.run_a.name)} (median ratio, 95% bootstrap interval)",

@@ -23,8 +23,10 @@ class Params(BaseModel):
         20_000, ge=1, le=10**9, description="loop steps per work unit", json_schema_extra={"unit": "steps"}
     )
     slowdown: float = Field(1.0, gt=0, le=1000, description="multiplies the work per unit (planted regressions)")
-    fail: Literal["none", "raise", "hang", "exit"] = Field(
-        "none", description="fault to inject after fail_after_s: raise, hang forever, or exit non-zero"
+    fail: Literal["none", "raise", "hang", "exit", "kill_worker", "segfault", "oom", "orphan"] = Field(
+        "none",
+        description="fault to inject after fail_after_s: raise, hang forever, exit non-zero, SIGKILL a worker, "
+        "segfault (ctypes), oom (allocate past --memory-limit), orphan (a double-forked setsid grandchild)",
     )
     fail_after_s: float = Field(0.2, ge=0, description="when the fault fires", json_schema_extra={"unit": "s"})
     message_bytes: int = Field(

@@ -8,6 +8,7 @@ rate of the whole pool without any per-unit messaging.
 from __future__ import annotations
 
 import multiprocessing as mp
+import signal
 import time
 from multiprocessing.sharedctypes import SynchronizedArray
 from multiprocessing.synchronize import Event
@@ -16,6 +17,15 @@ from harness.probe import Probe, resolve_workers, split_work
 from suites.synthetic.faults import inject
 
 POLL_S = 0.02
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
 
 
 def spin_unit(steps: int) -> int:
@@ -48,13 +58,15 @@ def run_spin(params, probe: Probe) -> None:
     procs = [ctx.Process(target=worker, args=(i, steps, q, done, stop), daemon=True) for i, q in enumerate(quotas)]
     started = time.monotonic()
     seen = 0
+    fault = params.fail if params.fail != "none" else None
     try:
         for proc in procs:
             proc.start()
         probe.phase("warmup")  # workers are up: start-up is not part of warm-up or the window
         while True:
-            if params.fail != "none" and time.monotonic() - started >= params.fail_after_s:
-                inject(params.fail)
+            if fault is not None and time.monotonic() - started >= params.fail_after_s:
+                inject(fault, procs)
+                fault = None  # the faults that return fire once
             total = sum(done)
             if total > seen:
                 probe.count("units", total - seen)
@@ -69,9 +81,9 @@ def run_spin(params, probe: Probe) -> None:
         probe.count("units", total - seen)
         if probe.target_work is not None:
             probe.work(done=total)
-        bad = [p.exitcode for p in procs if p.exitcode not in (0, None)]
+        bad = [describe_exit(p.exitcode) for p in procs if p.exitcode not in (0, None)]
         if bad:
-            raise RuntimeError(f"{len(bad)} spin worker(s) failed with exit codes {bad}")
+            raise RuntimeError(f"{len(bad)} of {len(procs)} spin workers failed: {', '.join(bad)}")
     finally:
         stop.set()
         for proc in procs:

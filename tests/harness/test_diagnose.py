@@ -198,8 +198,16 @@ def test_busy_wait_fires_on_a_wait_share_with_busy_cores_and_on_heavy_publishing
     assert "publish less often" in only([rec("a", {"publish_share": 0.4})], "BUSY_WAIT").hint
 
 
+def test_busy_wait_fires_on_learners_spinning_on_stale_data():
+    # the naive actor-learner config as measured (docs/benchmarks.md, Actor-learner, run B)
+    naive = {"replay_ratio": 4.76, "learner_cpu_s": 37.7, "main_cpu_s": 7.4, "learner_wait_cpu_s": 0.01, "wait_s": 0.1}
+    f = only([rec("a", naive)], "BUSY_WAIT")
+    assert "throttle=true" in f.hint and f.evidence["replay_ratio"] == 4.76
+
+
 def test_busy_wait_quiet_when_waits_block():
     records = [
+        rec("t", {"replay_ratio": 1.0, "learner_cpu_s": 10.8, "main_cpu_s": 7.9}),  # the tuned config
         rec("a", {"wait_s": 12.0, "learner_wait_cpu_s": 0.06}),  # event waits measured here: 0.5 % of a core
         rec("b", {"wait_share": 0.8, "cpu_util_mean": 30.0, "cpu_procs_peak": 3}),
         rec("c", {"wait_s": 0.1, "learner_wait_cpu_s": 0.1}),  # too little waiting to judge

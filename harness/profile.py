@@ -1,0 +1,183 @@
+"""py-spy, two ways: stack dumps of a hung cell's processes, and a sampled profile of one cell.
+
+Both use py-spy's own CLI (`py-spy dump`, `py-spy record`); nothing here samples stacks
+itself. py-spy reads another process's memory, so it needs ptrace permission: as root,
+or with `kernel.yama.ptrace_scope` 0 for processes of the same user, or a container run
+with `--cap-add SYS_PTRACE`. Where it cannot attach, the dump file says why and the cell
+is killed all the same.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psutil
+
+from harness.store import RunStore
+
+STACKS_DIR = "stacks"
+PROFILES_DIR = "profiles"
+DUMP_TIMEOUT_S = 10.0
+DUMP_PARALLEL = 4  # py-spy pauses each target briefly; a few at a time keeps 128 workers fast
+PTRACE_HINT = (
+    "py-spy needs ptrace permission: run as root, set kernel.yama.ptrace_scope=0, "
+    "or give the container SYS_PTRACE (docker run --cap-add SYS_PTRACE)"
+)
+
+
+def py_spy() -> str | None:
+    return shutil.which("py-spy")
+
+
+def dump_stacks(procs: list[psutil.Process], store: RunStore, key: str) -> str | None:
+    """`py-spy dump` every process into stacks/<key>.txt; returns its path in the run dir.
+
+    This is runner.CellRunner's default deadline hook: it runs before the kill, while the
+    hung processes still sit where they hang.
+    """
+    path = store.root / STACKS_DIR / f"{key}.txt"
+    path.parent.mkdir(exist_ok=True)
+    exe = py_spy()
+    if exe is None:
+        sections = ["py-spy was not found on PATH, so no stacks were dumped (pip install py-spy)"]
+    elif not procs:
+        sections = ["no live process of the cell was found at the deadline"]
+    else:
+        with ThreadPoolExecutor(max_workers=DUMP_PARALLEL) as pool:
+            sections = list(pool.map(lambda proc: _dump_one(exe, proc), procs))
+    path.write_text(f"stack dump of cell {key} at its deadline ({len(procs)} processes)\n\n" + "\n\n".join(sections))
+    return store.relative(path)
+
+
+def _dump_one(exe: str, proc: psutil.Process) -> str:
+    try:
+        cmdline = " ".join(proc.cmdline())[:200]
+    except psutil.Error:
+        cmdline = "?"
+    head = f"=== pid {proc.pid}: {cmdline}"
+    try:
+        done = subprocess.run(
+            [exe, "dump", "--pid", str(proc.pid)],
+            capture_output=True,
+            text=True,
+            timeout=DUMP_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return f"{head}\npy-spy dump did not answer within {DUMP_TIMEOUT_S:g} s"
+    except OSError as exc:
+        return f"{head}\npy-spy could not be started: {exc}"
+    if done.returncode == 0:
+        return f"=== pid {proc.pid}\n{done.stdout.rstrip()}"  # py-spy prints the command line itself
+    return f"{head}\npy-spy could not dump this process: {_why(done.stderr)}"
+
+
+def _why(stderr: str) -> str:
+    """py-spy's first error line, with the remedy when it is a permission problem."""
+    lines = [line for line in stderr.splitlines() if line.strip() and not line.lstrip()[:1].isdigit()]
+    first = next((line for line in lines if line.startswith("Error")), lines[0] if lines else "no message")
+    text = first.removeprefix("Error: ").strip()
+    if "ermission" in stderr or "ptrace" in stderr.lower():
+        return f"{text} ({PTRACE_HINT})"
+    return text
+
+
+def profile_paths(store: RunStore, key: str) -> dict[str, Path]:
+    folder = store.root / PROFILES_DIR
+    folder.mkdir(exist_ok=True)
+    return {"speedscope": folder / f"{key}.speedscope.json", "flamegraph": folder / f"{key}.svg"}
+
+
+def record_command(exe: str, fmt: str, output: Path, rate: int, native: bool) -> list[str]:
+    """`py-spy record` of a command and every process it starts (the cell's workers)."""
+    command = [exe, "record", "--subprocesses", "--format", fmt, "--output", str(output), "--rate", str(rate)]
+    return command + (["--native"] if native else []) + ["--"]
+
+
+def cmd_profile(
+    suite_name: str,
+    sets: list[str] | None,
+    duration: float | None,
+    warmup: float | None,
+    timeout: float | None,
+    rate: int,
+    native: bool,
+    flamegraph: bool,
+    out: Path,
+) -> int:
+    """One cell under `py-spy record --subprocesses`: speedscope JSON (and, with
+    `flamegraph`, an SVG from a second run of the same cell: py-spy writes one format per
+    recording) under profiles/, their paths in the record's `profile` field."""
+    # Imported here: the runner imports this module for its deadline hook.
+    import sys
+
+    from harness.errors import UserError
+    from harness.matrix import Overrides, Spec, apply_overrides, expand
+    from harness.params import parse_assignments
+    from harness.report.terminal import render
+    from harness.runner import CellRunner
+    from harness.sweep import new_run
+
+    exe = py_spy()
+    if exe is None:
+        raise UserError("harness profile needs py-spy on PATH: pip install py-spy")
+    if not 1 <= rate <= 10_000:
+        raise UserError(f"--rate {rate}: allowed 1..10000 samples per second")
+    axes = parse_assignments(sets)
+    lists = [k for k, v in axes.items() if len(v) > 1]
+    if lists:
+        raise UserError(f"harness profile takes one value per key ({', '.join(lists)} has several)")
+    overrides = Overrides(
+        suite=suite_name,
+        axes={k: v[0] for k, v in axes.items()},
+        duration=duration,
+        warmup=warmup,
+        timeout=timeout,
+        label=f"profile-{suite_name}",
+        repeats=1,
+    )
+    spec = apply_overrides(Spec(), overrides)
+    (cell,) = expand(spec)
+    store = new_run(out, spec, [cell], sys.argv)
+    key = f"{cell.id}-0"
+    paths = profile_paths(store, key)
+
+    def under(fmt: str) -> Callable[[list[str], str], list[str]]:
+        return lambda command, _key: record_command(exe, fmt, paths[fmt], rate, native) + command
+
+    record = CellRunner(store, wrap=under("speedscope")).run(cell, 0)
+    profile: dict[str, object] = {"rate_hz": rate, "native": native, "tool": "py-spy record --subprocesses"}
+    if paths["speedscope"].exists():
+        profile["speedscope"] = store.relative(paths["speedscope"])
+    else:
+        profile["error"] = f"py-spy wrote no speedscope file; see {record['log']}"
+    if flamegraph:
+        again = CellRunner(store, wrap=under("flamegraph")).run(cell, 1)
+        if paths["flamegraph"].exists():
+            profile["flamegraph"] = store.relative(paths["flamegraph"])
+        else:
+            profile["flamegraph_error"] = f"py-spy wrote no flamegraph; see {again['log']}"
+        if again.get("series"):
+            (store.root / again["series"]).unlink(missing_ok=True)  # only its SVG is kept
+    record["profile"] = profile
+    record["warnings"] = [
+        *record["warnings"],
+        f"profiled with py-spy at {rate} Hz: its sampling costs CPU, so rates are not comparable to unprofiled cells",
+    ]
+    store.append(record)
+    store.update_meta(state="finished", ended=record["ended"])
+    render([record])
+    for name in ("speedscope", "flamegraph"):
+        if name in profile:
+            print(f"{name}: {store.root / str(profile[name])}")
+    print(f"run directory: {store.root}")
+    if record["status"] != "ok":
+        print(f"{record['status']}: {record['reason']}", file=sys.stderr)
+        return 1
+    if "error" in profile:
+        print(f"error: {profile['error']}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,37 @@
+"""Actor-learner: several DQN agents on CartPole-v1, one actor, one learner per agent.
+
+The actor steps every agent's environment and writes transitions into per-agent replay
+ring buffers in shared memory; learner processes sample them, train, and publish
+weights back through shared memory with a version. Knobs reproduce the classic
+failures (a small buffer, learners polling an empty buffer every 1 ms, publishing every
+10 steps, training unthrottled) and their fixes. Torch is imported only inside `run`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.probe import Probe, Resources, Suite
+from suites.actor_learner.params import Params
+
+
+def run(params: Params, probe: Probe) -> None:
+    from suites.actor_learner.runner import run as run_suite
+
+    run_suite(params, probe)
+
+
+def resources(params: Any) -> Resources:
+    cpus = 1 if params.backend == "sequential" else params.agents + 1
+    return Resources(cpus=cpus, gpus=1 if params.device == "cuda" else 0)
+
+
+SUITE = Suite(
+    name="actor_learner",
+    description="multi-agent DQN on CartPole: shared replay rings, weight publishing, wait strategies",
+    params=Params,
+    run=run,
+    resources=resources,
+)
+
+__all__ = ["SUITE", "Params", "run"]

@@ -1,0 +1,186 @@
+"""The gate: planted slowdowns are caught, identical runs pass, correctness is exact,
+bad input exits 2. Runs are constructed with RunStore (no cells run) except one real sweep."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.baseline import load as load_baseline
+from harness.baseline import load_run
+from harness.gate import GateOptions, evaluate, is_throughput, parse_tolerance
+from tests.conftest import run_dirs
+from tests.harness.constructed_runs import SPIN, cells, make_run, record
+
+
+def gate_of(cand, base, **kw):
+    return evaluate(load_run(cand), load_baseline(str(base)), GateOptions(**kw))
+
+
+def verdicts(result, kind="speed"):
+    return {c["label"]: c["verdict"] for c in result["checks"] if c["kind"] == kind}
+
+
+def test_planted_slowdown_is_caught_and_identical_runs_pass(tmp_path):
+    base = make_run(tmp_path / "a", cells(), seed=1)
+    same = make_run(tmp_path / "b", cells(), seed=2)
+    slow = make_run(tmp_path / "c", cells(1.10), seed=3)
+    assert gate_of(base, base)["verdict"] == "pass"
+    assert gate_of(same, base)["verdict"] == "pass"
+    result = gate_of(slow, base)
+    assert result["verdict"] == "fail"
+    assert verdicts(result)["unit_size=30000"] == "regression"
+    assert verdicts(result)["defaults"] == "ok"
+
+
+def test_normalize_synthetic_cancels_a_slower_machine(tmp_path):
+    base = make_run(tmp_path / "a", cells(), seed=1)
+    half = make_run(tmp_path / "b", cells(), speed=0.5, seed=2)
+    assert gate_of(half, base)["verdict"] == "fail"
+    result = gate_of(half, base, normalize="synthetic")
+    assert result["verdict"] == "pass"
+    checks = {c["label"]: c for c in result["checks"] if c["kind"] == "speed"}
+    assert checks["defaults"]["verdict"] == "reference"
+    assert checks["unit_size=30000"]["ratio"] == pytest.approx(1.0, abs=0.05)
+    slow_half = make_run(tmp_path / "c", cells(1.10), speed=0.5, seed=3)
+    assert verdicts(gate_of(slow_half, base, normalize="synthetic"))["unit_size=30000"] == "regression"
+
+
+def test_tolerance_and_ignored_params(tmp_path):
+    base = make_run(tmp_path / "a", cells(), seed=1)
+    slow = make_run(tmp_path / "b", cells(1.10), seed=2)
+    assert gate_of(slow, base, tolerance=0.2)["verdict"] == "pass"
+    planted = {"ref": (SPIN, 200.0), "tgt": ({**SPIN, "unit_size": 30000, "slowdown": 1.1}, 130 / 1.1)}
+    renamed = make_run(tmp_path / "c", planted, seed=3)
+    result = gate_of(renamed, base)
+    assert {c["verdict"] for c in result["checks"] if c["kind"] == "coverage"} == {"new", "missing"}
+    assert gate_of(renamed, base, ignore_params=["slowdown"])["verdict"] == "fail"
+
+
+def test_correctness_failed_cell_lost_work_and_quality_bound(tmp_path):
+    work_ok = record(
+        "w", {"game": "kuhn"}, 0, {"work_requested": 100, "work_done": 100, "nash_conv": 0.010}, suite="mccfr", work=100
+    )
+    base = make_run(tmp_path / "a", cells(), extra=[work_ok])
+    lost = record(
+        "w", {"game": "kuhn"}, 0, {"work_requested": 100, "work_done": 0, "nash_conv": 0.010}, suite="mccfr", work=100
+    )
+    worse = record(
+        "w", {"game": "kuhn"}, 0, {"work_requested": 100, "work_done": 100, "nash_conv": 0.5}, suite="mccfr", work=100
+    )
+    failed = record("ref", SPIN, 5, {}, status="error")
+    for extra, what in (([lost], "work_done"), ([worse], "nash_conv"), ([work_ok, failed], None)):
+        cand = make_run(tmp_path / f"c-{what}", cells(), seed=4, extra=extra)
+        result = gate_of(cand, base)
+        bad = [c for c in result["checks"] if c["verdict"] == "regression"]
+        assert len(bad) == 1 and bad[0]["kind"] == "correctness" and bad[0]["metric"] == what, bad
+    assert gate_of(make_run(tmp_path / "ok", cells(), seed=5, extra=[work_ok]), base)["verdict"] == "pass"
+
+
+def test_missing_suite_is_reported_not_a_crash(tmp_path):
+    mccfr = record("m", {"game": "kuhn"}, 0, {"iterations_per_s": 10.0}, suite="mccfr")
+    base = make_run(tmp_path / "a", cells(), extra=[mccfr])
+    cand = make_run(tmp_path / "b", {"ref": cells()["ref"]}, seed=2)
+    result = gate_of(cand, base)
+    assert result["verdict"] == "pass"
+    assert "suite mccfr: in the baseline, not in the run" in result["notes"]
+    assert sorted(c["verdict"] for c in result["checks"] if c["kind"] == "coverage") == ["missing", "missing"]
+    result = gate_of(base, cand)
+    assert "suite mccfr: in the run, not in the baseline (not gated for speed)" in result["notes"]
+    renamed = record("m", {"game": "kuhn"}, 0, {"games_per_min": 10.0}, suite="mccfr")
+    result = gate_of(make_run(tmp_path / "c", cells(), extra=[renamed]), base)
+    dropped = [c for c in result["checks"] if c["verdict"] == "missing" and c["metric"]]
+    assert result["verdict"] == "pass" and [c["metric"] for c in dropped] == ["iterations_per_s"]
+
+
+def test_throughputs_and_tolerance_parsing():
+    assert is_throughput("games_per_min") and is_throughput("units_per_s")
+    assert not is_throughput("batch_mean") and not is_throughput("iterations_per_s_drift_pct_per_min")
+    assert parse_tolerance("10%") == pytest.approx(0.1) and parse_tolerance("0.05") == 0.05
+    assert parse_tolerance("2.5 %") == pytest.approx(0.025)
+
+
+def test_cli_exit_codes_and_files(cli, tmp_path):
+    base = make_run(tmp_path / "a", cells(), seed=1)
+    slow = make_run(tmp_path / "b", cells(1.10), seed=2)
+    bl = tmp_path / "bl"
+    result = cli("baseline", "save", base, "--name", "ci", "--dir", bl)
+    assert result.exit_code == 0 and (bl / "ci.json").is_file()
+    saved = json.loads((bl / "ci.json").read_text())
+    assert len(saved["cells"]) == 2 and len(saved["cells"][0]["repeats"]) == 5 and saved["run"]["git_commit"] == "c1"
+    assert cli("gate", base, "--baseline", "ci", "--dir", bl).exit_code == 0
+    result = cli("gate", slow, "--baseline", "ci", "--dir", bl, "--normalize", "synthetic")
+    assert result.exit_code == 1 and "regression" in result.output
+    gate = json.loads((slow / "gate.json").read_text())
+    assert gate["verdict"] == "fail" and "| regression |" in (slow / "gate.md").read_text()
+    assert cli("gate", slow, "--baseline", "ci", "--dir", bl, "--tolerance", "20%").exit_code == 0
+    (tmp_path / "corrupt").mkdir()
+    (tmp_path / "corrupt" / "run.json").write_text("{not json")
+    (base / "cells.jsonl").open("a").write("{broken\n{}\n")
+    bad = [
+        (["gate", slow, "--baseline", "nosuch", "--dir", bl], "unknown baseline 'nosuch'"),
+        (["gate", slow, "--baseline", "ci", "--dir", bl, "--tolerance", "ten"], "--tolerance"),
+        (["gate", slow, "--baseline", "ci", "--dir", bl, "--tolerance", "150%"], "below 100%"),
+        (["gate", tmp_path / "corrupt", "--baseline", "ci", "--dir", bl], "run.json: not valid JSON"),
+        (["gate", base, "--baseline", "ci", "--dir", bl], "cells.jsonl"),
+        (["gate", slow, "--baseline", "ci", "--dir", bl, "--metric", "nope_per_s"], "--metric nope_per_s"),
+        (["gate", slow, "--baseline", "ci", "--dir", bl, "--normalize", "gpu"], "--normalize 'gpu'"),
+        (["baseline", "save", tmp_path / "nothing", "--name", "x", "--dir", bl], "not a run directory"),
+    ]
+    for args, words in bad:
+        result = cli(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert words in result.output and "Traceback" not in result.output, (args, result.output)
+
+
+def test_real_sweep_gated_against_its_own_baseline(cli, tmp_path):
+    out = tmp_path / "res"
+    args = ("sweep", "--suite", "synthetic", "--set", "workers=1,2", "--duration", "0.3", "--repeats", "1")
+    assert cli(*args, "--out", out, "--quiet").exit_code == 0
+    (run,) = run_dirs(out)
+    assert cli("baseline", "save", run, "--name", "self", "--dir", tmp_path / "bl").exit_code == 0
+    result = cli("gate", run, "--baseline", "self", "--dir", tmp_path / "bl", "--normalize", "synthetic")
+    assert result.exit_code == 0, result.output
+    checks = json.loads((run / "gate.json").read_text())["checks"]
+    assert {c["verdict"] for c in checks} == {"ok", "reference"}
+
+
+def test_history_table_and_chart(cli, tmp_path):
+    results = tmp_path / "results"
+    for seed, slow in ((1, 1.0), (2, 1.0), (3, 1.25)):
+        make_run(results, cells(slow), seed=seed)
+    (results / "baselines").mkdir()
+    result = cli("history", "--results", results, "--suite", "synthetic", "--html", tmp_path / "h.html")
+    assert result.exit_code == 0, result.output
+    assert "units_per_s" in result.output and "c1" in result.output and "c3" in result.output
+    html = (tmp_path / "h.html").read_text()
+    assert "plotly" in html and "unit_size=30000" in html
+    assert cli("history", "--results", tmp_path / "none").exit_code == 2
+    assert cli("history", "--results", results, "--suite", "mccfr").exit_code == 2
+
+
+def test_pyperf_export_and_compare_to(cli, tmp_path):
+    import subprocess
+    import sys
+
+    from harness.report.pyperf import convert
+
+    assert convert("iterations_per_s", 400.0) == (0.0025, "second")
+    assert convert("games_per_min", 30.0) == (2.0, "second")
+    assert convert("wait_ms_p95", 5.0) == (0.005, "second")
+    assert convert("units_per_s", 0.0) is None
+    a, b = make_run(tmp_path / "a", cells(), seed=1), make_run(tmp_path / "b", cells(1.25), seed=2)
+    for run, name in ((a, "a.json"), (b, "b.json")):
+        result = cli("export", run, "--pyperf", tmp_path / name)
+        assert result.exit_code == 0, result.output
+    out = subprocess.run(
+        [sys.executable, "-m", "pyperf", "compare_to", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--table"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "synthetic[unit_size=30000] units_per_s (time per unit)" in out.stdout
+    assert "1.25x slower" in out.stdout
+    assert cli("export", a).exit_code == 2  # no format named

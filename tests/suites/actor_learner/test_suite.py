@@ -1,0 +1,103 @@
+"""The suite end to end through the probe: work accounting, learning, knobs and errors."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+
+import pydantic
+import pytest
+
+from harness.probe import Probe, SuiteError
+from suites.actor_learner import SUITE, Params
+from suites.actor_learner.actor import evaluate
+
+TINY = dict(agents=3, epochs=6, turns=7, buffer_capacity=32, batch_size=8, hidden=8, eval_episodes=1)
+
+
+def run(probe: Probe, **params: object) -> dict:
+    SUITE.run(SUITE.params(**params), probe)
+    return probe.finish()
+
+
+@pytest.mark.parametrize("backend", ["sequential", "processes"])
+def test_env_steps_done_equal_epochs_x_turns_x_agents(backend: str) -> None:
+    metrics = run(Probe(), backend=backend, publish_interval=2, **TINY)
+    assert metrics["work_requested"] == metrics["work_done"] == metrics["env_steps"] == 6 * 7 * 3
+    assert metrics["updates"] > 0
+    assert metrics["publishes"] > 0
+    assert 0 <= metrics["policy_lag_min"] <= metrics["policy_lag_mean"] <= metrics["policy_lag_max"]
+    assert metrics["mean_return"] > 0
+    assert mp.active_children() == []
+
+
+@pytest.mark.parametrize("backend", ["sequential", "processes"])
+def test_a_work_target_is_split_over_agents_without_losing_steps(backend: str) -> None:
+    metrics = run(Probe(target_work=101), backend=backend, **TINY)
+    assert metrics["work_requested"] == metrics["work_done"] == metrics["env_steps"] == 101
+
+
+def test_throttled_learners_train_at_most_once_per_batch_of_new_transitions() -> None:
+    metrics = run(Probe(), backend="processes", wait="poll", throttle=True, **TINY)
+    assert 0 < metrics["replay_ratio"] <= 1.0
+    assert metrics["updates"] <= metrics["env_steps"] // TINY["batch_size"]
+    assert metrics["wait_s"] > 0 and metrics["learner_wait_cpu_s"] >= 0
+
+
+def test_duration_mode_runs_until_told_to_stop_and_requests_what_it_did() -> None:
+    metrics = run(Probe(duration_s=0.3), backend="processes", **{**TINY, "epochs": 1})
+    assert metrics["env_steps"] > 6 * 3  # more than the single epoch the params name
+    assert metrics["work_requested"] == metrics["work_done"] == metrics["env_steps"]
+
+
+def test_a_short_seeded_sequential_run_beats_a_random_policy() -> None:
+    metrics = run(
+        Probe(),
+        backend="sequential",
+        agents=1,
+        epochs=800,
+        turns=2,
+        batch_size=32,
+        lr=0.002,
+        target_interval=50,
+        publish_interval=1,
+        epsilon_decay_steps=1000,
+        eval_episodes=10,
+        seed=0,
+    )
+    random_return = evaluate(None, agents=1, episodes=10, seed=0)  # CartPole: ~22
+    assert random_return < 30
+    assert metrics["mean_return"] > 2 * random_return
+
+
+def test_params_coerce_cli_strings_and_refuse_bad_combinations() -> None:
+    params = Params.model_validate({"throttle": "false", "batch_size": "16", "wait": "poll"})
+    assert params.throttle is False and params.batch_size == 16
+    with pytest.raises(pydantic.ValidationError, match="buffer_capacity"):
+        Params(batch_size=128, buffer_capacity=64)
+    with pytest.raises(pydantic.ValidationError):
+        Params(wait="spin")
+    with pytest.raises(pydantic.ValidationError):
+        Params(learners=3)
+    assert SUITE.resources_for(Params(agents=4)).cpus == 5
+    assert SUITE.resources_for(Params(backend="sequential")).cpus == 1
+
+
+def test_a_crashing_learner_fails_the_run_and_leaves_no_process_behind(monkeypatch) -> None:
+    from suites.actor_learner import learner
+
+    def broken_step(self) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(learner.Trainer, "step", broken_step)  # forked learners inherit it
+    with pytest.raises(RuntimeError, match="learner"):
+        SUITE.run(Params(backend="processes", **{**TINY, "epochs": 10_000}), Probe())
+    assert mp.active_children() == []
+
+
+def test_cuda_without_a_gpu_is_a_suite_error() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(SuiteError, match="device=cuda"):
+        SUITE.run(Params(device="cuda", **TINY), Probe())
