@@ -19,8 +19,10 @@ class Params(BaseModel):
     game: Literal["kuhn", "leduc", "leduc_variant"] = Field(
         "leduc", description="kuhn, leduc (OpenSpiel's leduc_poker) or leduc_variant (ranks/suits/raises)"
     )
-    backend: Literal["sequential", "threads", "processes"] = Field("sequential", description="where iterations run")
-    workers: int = Field(1, ge=0, description="worker threads/processes (0 = one per core); sequential uses one")
+    backend: Literal["sequential", "threads", "processes", "ray"] = Field(
+        "sequential", description="where iterations run (ray: Ray actors; needs the [ray] extra)"
+    )
+    workers: int = Field(1, ge=0, description="worker threads/processes/actors (0 = one per core); sequential uses one")
     batch_size: int = Field(
         100,
         ge=1,
@@ -61,7 +63,7 @@ def run(params: Any, probe: Probe) -> None:
 
 SUITE = Suite(
     name="mccfr",
-    description="external-sampling MCCFR on Kuhn/Leduc/large Leduc; sequential, threads, processes",
+    description="external-sampling MCCFR on Kuhn/Leduc/large Leduc; sequential, threads, processes, ray",
     params=Params,
     run=run,
     resources=_resources,

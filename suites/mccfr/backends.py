@@ -1,4 +1,4 @@
-"""Where the iterations run: sequential, threads, processes.
+"""Where the iterations run: sequential, threads, processes, ray (`ray_backend.py`).
 
 Every backend runs batches: `run_batch(shares, batch)` runs `shares[w]` iterations on
 worker w (seeded by (seed, batch, w), so a run depends only on the seed and the worker
@@ -263,8 +263,15 @@ class ProcessesBackend:
         self.blocks = []
 
 
-BACKENDS: dict[str, type] = {
+def _ray_backend(*args: Any) -> Any:
+    from suites.mccfr.ray_backend import RayBackend  # Ray is an optional extra
+
+    return RayBackend(*args)
+
+
+BACKENDS: dict[str, Any] = {
     "sequential": SequentialBackend,
     "threads": ThreadsBackend,
     "processes": ProcessesBackend,
+    "ray": _ray_backend,
 }

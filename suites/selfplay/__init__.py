@@ -4,7 +4,8 @@ Its speed depends on where inference runs and how it is batched, which is what t
 backends vary: `sequential` (one game loop in the suite's process), `threads` (workers
 share one in-process net, under the GIL), `processes` (every worker builds its own net on
 `device`) and `server` (torch-free worker processes send positions through shared memory
-to one inference-server process that batches them).
+to one inference-server process that batches them), and `ray` (game actors on Ray, with the
+net in one batching inference actor or in every game actor).
 
 Importing this package is cheap (no torch): `run` imports the heavy parts lazily.
 """
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.probe import Probe, Resources, Suite, resolve_workers
 
-Backend = Literal["sequential", "threads", "processes", "server"]
+Backend = Literal["sequential", "threads", "processes", "server", "ray"]
 
 
 class Params(BaseModel):
@@ -26,7 +27,8 @@ class Params(BaseModel):
     backend: Backend = Field(
         "server",
         description="sequential (one game loop, in-process net), threads (share one in-process net), "
-        "processes (a net per worker process), server (torch-free workers + one batching inference server)",
+        "processes (a net per worker process), server (torch-free workers + one batching inference server), "
+        "ray (game actors on Ray; see ray_inference; needs the [ray] extra)",
     )
     workers: int = Field(2, ge=0, description="self-play workers (0 = one per core); ignored by sequential")
     device: Literal["cpu", "cuda", "auto"] = Field(
@@ -45,14 +47,19 @@ class Params(BaseModel):
     max_batch: int = Field(
         64,
         ge=1,
-        description="server: fire a batch once waiting requests hold this many positions",
+        description="server (and ray with ray_inference=server): fire a batch once waiting requests hold this many positions",
         json_schema_extra={"unit": "positions"},
     )
     timeout_ms: float = Field(
         5.0,
         ge=0,
-        description="server: fire a batch this long after its oldest request was sent, full or not",
+        description="server, ray: fire a batch this long after its oldest request was sent, full or not",
         json_schema_extra={"unit": "ms"},
+    )
+    ray_inference: Literal["server", "local"] = Field(
+        "server",
+        description="ray only: server (one inference actor batches every game actor's leaves, with max_batch "
+        "and timeout_ms; game actors stay torch-free) or local (a net in every game actor)",
     )
     blocks: int = Field(2, ge=0, le=40, description="residual blocks of the net")
     channels: int = Field(32, ge=1, le=512, description="channels of the net's convolutions")
@@ -79,7 +86,7 @@ def resources(params: Params) -> Resources:
     if params.backend == "sequential":
         return Resources(cpus=1)
     workers = resolve_workers(params.workers)
-    if params.backend == "server":
+    if params.backend == "server" or (params.backend == "ray" and params.ray_inference == "server"):
         return Resources(cpus=workers + 1)
     return Resources(cpus=workers)
 

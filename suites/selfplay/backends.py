@@ -4,8 +4,8 @@ Every backend plays games with the same code (`play.play_games`) and differs onl
 the games run and where the net runs. Workers write tallies into shared rows; the main
 process alone talks to the probe: it turns tally deltas into counters, snapshots the batch
 histograms when the measured window opens and closes, checks which device every net is
-on, and stops and reaps every worker in a `finally:`. A new backend (ray) is one more
-function registered in `BACKENDS`.
+on, and stops and reaps every worker in a `finally:`. The ray backend lives in
+`ray_backend.py` (Ray is an optional extra).
 """
 
 from __future__ import annotations
@@ -433,9 +433,17 @@ def _server(ctx: Context) -> set[str]:
     return {info["device"]}
 
 
+# --------------------------------------------------------------------------- ray
+def _ray(ctx: Context) -> set[str]:
+    from suites.selfplay.ray_backend import run_ray
+
+    return run_ray(ctx)
+
+
 BACKENDS: dict[str, Backend] = {
     "sequential": _sequential,
     "threads": _threads,
     "processes": _processes,
     "server": _server,
+    "ray": _ray,
 }

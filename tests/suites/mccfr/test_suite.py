@@ -16,7 +16,7 @@ def test_params_coerce_strings_and_forbid_unknown_keys():
     with pytest.raises(ValidationError):
         Params.model_validate({"bogus": 1})
     with pytest.raises(ValidationError):
-        Params.model_validate({"backend": "ray"})
+        Params.model_validate({"backend": "mpi"})
     assert SUITE.resources_for(Params(backend="processes", workers=8, batch_size=3, start_method="fork")).cpus == 3
 
 
