@@ -149,6 +149,19 @@ def _result(replies: list[Reply], moved: int, sync_s: float, wall_s: float) -> B
     )
 
 
+def merge_batch(merger: Merger, replies: list[Reply], started: float, moved: int) -> tuple[Update | None, BatchResult]:
+    """Merge remote workers' replies into the global tables and account the batch. Sync
+    time is sending the previous merge and receiving and merging this one: the batch's wall
+    time not spent computing in the slowest worker, plus the merge."""
+    received = time.perf_counter()
+    pending = merger.merge(replies)
+    ended = time.perf_counter()
+    moved += sum(r.payload_bytes for r in replies)
+    slowest = max(r.compute_s for r in replies)
+    sync_s = max(0.0, received - started - slowest) + (ended - received)
+    return pending, _result(replies, moved, sync_s, ended - started)
+
+
 def choose_start_method(requested: str) -> str:
     """`auto`: fork (cheap: workers inherit the compiled kernel) unless this process has
     torch loaded, whose pages a forked worker would carry; then spawn, a clean interpreter."""
@@ -224,15 +237,8 @@ class ProcessesBackend:
             elif update is not None:
                 conn.send(("apply", update))
         replies = [self._recv(w) for w in range(len(shares))]
-        received = time.perf_counter()
-        self.pending = self.merger.merge(replies)
-        ended = time.perf_counter()
-        moved += sum(r.payload_bytes for r in replies)
-        # sync time: sending the previous merge and receiving/merging this one, i.e. the
-        # batch's wall time not spent computing in the slowest worker, plus the merge
-        slowest = max(r.compute_s for r in replies)
-        sync_s = max(0.0, received - started - slowest) + (ended - received)
-        return _result(replies, moved, sync_s, ended - started)
+        self.pending, result = merge_batch(self.merger, replies, started, moved)
+        return result
 
     def close(self) -> None:
         for conn in self.conns:

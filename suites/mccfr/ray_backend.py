@@ -86,7 +86,7 @@ class RayBackend:
         self.workers_started = len(self.actors)
 
     def run_batch(self, shares: list[int], batch: int) -> Any:
-        from suites.mccfr.backends import _result
+        from suites.mccfr.backends import merge_batch
 
         ray = self.ray
         started = time.perf_counter()
@@ -98,13 +98,8 @@ class RayBackend:
         applies = [a.apply.remote(ref) for a in self.actors[len(shares) :]] if ref is not None else []
         replies: list[Reply] = ray.get(runs)
         ray.get(applies)
-        received = time.perf_counter()
-        self.pending = self.merger.merge(replies)
-        ended = time.perf_counter()
-        moved += sum(r.payload_bytes for r in replies)
-        slowest = max(r.compute_s for r in replies)
-        sync_s = max(0.0, received - started - slowest) + (ended - received)
-        return _result(replies, moved, sync_s, ended - started)
+        self.pending, result = merge_batch(self.merger, replies, started, moved)
+        return result
 
     def close(self) -> None:
         try:
