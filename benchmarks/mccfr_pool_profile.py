@@ -1,0 +1,66 @@
+"""Where the processes backend loses against sequential on Leduc (docs/benchmarks.md, MCCFR,
+"Re-measured idle"): the kernel's time per 10,000 iterations in-process against inside a
+pool worker, and the pool's throughput with and without workers pinned to cores.
+
+    python benchmarks/mccfr_pool_profile.py
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from suites.mccfr.backends import ProcessesBackend, _kernel_warmup
+from suites.mccfr.games import flatten, leduc
+from suites.mccfr.worker import WorkerState, new_tables
+
+ITERATIONS = 10_000
+BATCHES = 40
+
+
+def in_process_ms(game) -> float:
+    state = WorkerState(game, "delta", *new_tables(game.num_infosets))
+    times = [state.run(ITERATIONS, (0, i, 0)).compute_s for i in range(BATCHES)]
+    return 1000 * float(np.median(times[5:]))
+
+
+def pool(game, pin: bool) -> tuple[float, list[float]]:
+    backend = ProcessesBackend(game, 2, "delta", 0, "auto")
+    backend.start()
+    if pin:
+        for core, proc in enumerate(backend.procs):
+            os.sched_setaffinity(proc.pid, {core % os.cpu_count()})
+    computes: list[list[float]] = []
+    merge = backend.merger.merge
+
+    def recording(replies):
+        computes.append([r.compute_s for r in replies])
+        return merge(replies)
+
+    backend.merger.merge = recording
+    started = time.perf_counter()
+    try:
+        for batch in range(BATCHES):
+            backend.run_batch([ITERATIONS, ITERATIONS], batch)
+    finally:
+        backend.close()
+    rate = BATCHES * 2 * ITERATIONS / (time.perf_counter() - started)
+    return rate, list(1000 * np.median(np.array(computes[5:]), axis=0))
+
+
+def main() -> None:
+    game = flatten(leduc())
+    _kernel_warmup(game)
+    print(f"kernel in-process: {in_process_ms(game):.2f} ms per {ITERATIONS} iterations")
+    for pin in (False, True):
+        rate, per_worker = pool(game, pin)
+        print(
+            f"pool of 2 (pinned={pin}): {rate:,.0f} it/s; worker kernel ms per {ITERATIONS}: "
+            + ", ".join(f"{ms:.2f}" for ms in per_worker)
+        )
+
+
+if __name__ == "__main__":
+    main()
