@@ -11,10 +11,10 @@ from rich.table import Table
 
 from harness.errors import UserError
 from harness.executors import get_executor
-from harness.matrix import Overrides, Spec, apply_overrides, expand, load_spec
+from harness.matrix import Overrides, Spec, apply_overrides, expand, load_spec, single_cell
 from harness.params import describe_params, parse_assignments, parse_list
 from harness.progress import Progress
-from harness.registry import discover, get_suite
+from harness.registry import discover
 from harness.report.csv import write_csv
 from harness.report.terminal import console_for_stdout, render
 from harness.store import RunStore
@@ -178,26 +178,11 @@ def cmd_run(
     out: Path,
     memory_limit_mb: float | None = None,
 ) -> int:
-    get_suite(suite_name)
-    axes = parse_assignments(sets)
-    lists = [k for k, v in axes.items() if len(v) > 1]
-    if lists:
-        raise UserError(
-            f"harness run takes one value per key ({', '.join(lists)} has several); use harness sweep for lists"
-        )
-    overrides = Overrides(
-        suite=suite_name,
-        axes={k: v[0] for k, v in axes.items()},
-        duration=duration,
-        warmup=warmup,
-        work=work,
-        timeout=timeout,
-        label=f"run-{suite_name}",
-        repeats=1,
+    spec, cell = single_cell(
+        "run", suite_name, sets, duration=duration, warmup=warmup, work=work, timeout=timeout,
         memory_limit_mb=memory_limit_mb,
-    )
-    spec = apply_overrides(Spec(), overrides)
-    cells = expand(spec)
+    )  # fmt: skip
+    cells = [cell]
     store = new_run(out, spec, cells, sys.argv)
     records = execute(store, cells, get_executor("local"), Progress(quiet=True))
     record = records[0]

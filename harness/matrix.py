@@ -184,3 +184,23 @@ def _pick(*values: Any) -> Any:
         if value is not None:
             return value
     return None
+
+
+def single_cell(command: str, suite: str, sets: list[str] | None, **budget: Any) -> tuple[Spec, Cell]:
+    """The one cell `harness run` / `harness profile` asks for: `--set` values must be
+    single (a list is a sweep), budget flags as in a sweep (None keeps the default)."""
+    from harness.params import parse_assignments
+
+    get_suite(suite)
+    axes = parse_assignments(sets)
+    lists = [k for k, v in axes.items() if len(v) > 1]
+    if lists:
+        raise UserError(
+            f"harness {command} takes one value per key ({', '.join(lists)} has several); use harness sweep for lists"
+        )
+    overrides = Overrides(
+        suite=suite, axes={k: v[0] for k, v in axes.items()}, label=f"{command}-{suite}", repeats=1, **budget
+    )
+    spec = apply_overrides(Spec(), overrides)
+    (cell,) = expand(spec)
+    return spec, cell

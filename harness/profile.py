@@ -115,8 +115,7 @@ def cmd_profile(
     import sys
 
     from harness.errors import UserError
-    from harness.matrix import Overrides, Spec, apply_overrides, expand
-    from harness.params import parse_assignments
+    from harness.matrix import single_cell
     from harness.report.terminal import render
     from harness.runner import CellRunner
     from harness.sweep import new_run
@@ -126,21 +125,7 @@ def cmd_profile(
         raise UserError("harness profile needs py-spy on PATH: pip install py-spy")
     if not 1 <= rate <= 10_000:
         raise UserError(f"--rate {rate}: allowed 1..10000 samples per second")
-    axes = parse_assignments(sets)
-    lists = [k for k, v in axes.items() if len(v) > 1]
-    if lists:
-        raise UserError(f"harness profile takes one value per key ({', '.join(lists)} has several)")
-    overrides = Overrides(
-        suite=suite_name,
-        axes={k: v[0] for k, v in axes.items()},
-        duration=duration,
-        warmup=warmup,
-        timeout=timeout,
-        label=f"profile-{suite_name}",
-        repeats=1,
-    )
-    spec = apply_overrides(Spec(), overrides)
-    (cell,) = expand(spec)
+    spec, cell = single_cell("profile", suite_name, sets, duration=duration, warmup=warmup, timeout=timeout)
     store = new_run(out, spec, [cell], sys.argv)
     key = f"{cell.id}-0"
     paths = profile_paths(store, key)
