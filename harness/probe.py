@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -194,10 +194,6 @@ class Probe:
             obs.add(float(value), float(count))
         self._tick()
 
-    def observe_many(self, name: str, values: Iterable[float]) -> None:
-        for value in values:
-            self.observe(name, value)
-
     def set(self, name: str, value: Any) -> None:
         """Set a value (nash_conv, mean_return); numbers also become a point of the series."""
         with self._lock:
@@ -265,12 +261,6 @@ class Probe:
             if self._measure_start is None:
                 self._enter_measure(now)
             self._stop(now)
-
-    def elapsed_measure_s(self) -> float:
-        if self._measure_start is None:
-            return 0.0
-        end = self._measure_end if self._measure_end is not None else self._clock()
-        return end - self._measure_start
 
     def _enter_measure(self, now: float) -> None:
         with self._lock:

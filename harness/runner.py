@@ -373,8 +373,3 @@ def write_series(path: Path, stream: ChildStream, monitors: list[MonitorResult])
         writer.writerow(["t_s", "phase", "metric", "value"])
         writer.writerows((f"{t:.3f}", phase, name, value) for t, phase, name, value in rows)
     return True
-
-
-def run_one(cell: Cell, repeat: int, store: RunStore) -> dict[str, Any]:
-    """Convenience for a single cell (harness run)."""
-    return CellRunner(store).run(cell, repeat)
