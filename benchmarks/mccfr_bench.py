@@ -31,17 +31,46 @@ def _suite_cell(seconds: float, warmup: float = 1.0, **params) -> dict:
     return probe.finish()
 
 
+def _sequential_rate(seconds: float, batch_size: int, out) -> None:
+    out.put(_suite_cell(seconds, game="leduc", backend="sequential", batch_size=batch_size)["iterations_per_s"])
+
+
+def _two_sequential_at_once(seconds: float, batch_size: int) -> float:
+    """The machine's two-core ceiling: two independent sequential solvers side by side
+    (no sync at all); their summed rate is what a perfect 2-worker pool could reach."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_sequential_rate, args=(seconds, batch_size, out)) for _ in range(2)]
+    for proc in procs:
+        proc.start()
+    rates = [out.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    return sum(rates)
+
+
 def cmd_ours(args: argparse.Namespace) -> None:
-    """Sequential vs processes(2) on Leduc, interleaved repeats, medians."""
+    """Sequential vs processes(2) on Leduc (delta with a barrier per batch, delta overlapped
+    with staleness 1, shared) and the machine's ceiling (two sequential solvers at once),
+    interleaved repeats, medians."""
     cells = {
         "sequential": dict(game="leduc", backend="sequential", batch_size=args.batch_size),
+        "processes2_delta_barrier": dict(
+            game="leduc", backend="processes", workers=2, batch_size=args.batch_size, staleness=0
+        ),
         "processes2_delta": dict(game="leduc", backend="processes", workers=2, batch_size=args.batch_size),
         "processes2_shared": dict(
             game="leduc", backend="processes", workers=2, sync="shared", batch_size=args.batch_size
         ),
     }
-    rates: dict[str, list[float]] = {name: [] for name in cells}
+    rates: dict[str, list[float]] = {name: [] for name in [*cells, "ceiling_2x_sequential"]}
     for _ in range(args.repeats):
+        rates["ceiling_2x_sequential"].append(_two_sequential_at_once(args.seconds, args.batch_size))
+        print(
+            json.dumps({"cell": "ceiling_2x_sequential", "iterations_per_s": round(rates["ceiling_2x_sequential"][-1])})
+        )
         for name, params in cells.items():
             m = _suite_cell(args.seconds, **params)
             rates[name].append(m["iterations_per_s"])
@@ -58,9 +87,13 @@ def cmd_ours(args: argparse.Namespace) -> None:
     med = {name: statistics.median(v) for name, v in rates.items()}
     for name, v in med.items():
         print(f"{name}: median {v:,.0f} it/s  ({', '.join(f'{x:,.0f}' for x in rates[name])})")
-    for name in cells:
+    for name in rates:
         if name != "sequential":
-            print(f"{name} / sequential = {med[name] / med['sequential']:.2f}x")
+            paired = [x / seq for x, seq in zip(rates[name], rates["sequential"], strict=True)]
+            print(
+                f"{name} / sequential = {med[name] / med['sequential']:.2f}x (ratio of medians); "
+                f"median of per-repeat ratios {statistics.median(paired):.2f}x ({', '.join(f'{r:.2f}' for r in paired)})"
+            )
 
 
 def cmd_reference(args: argparse.Namespace) -> None:

@@ -34,7 +34,16 @@ class Params(BaseModel):
         description="how worker state travels: delta (changed rows), full (whole state), "
         "shared (shared-memory tables updated in place)",
     )
-    seed: int = Field(0, ge=0, description="random seed; a run is deterministic per seed and worker count")
+    staleness: int = Field(
+        1,
+        ge=0,
+        le=8,
+        description="batches a worker may run ahead of the merge: 0 = a barrier every batch "
+        "(workers wait while the main process merges); 1 = the next batch runs while the last "
+        "one merges; more absorbs slow workers at the cost of staler tables",
+        json_schema_extra={"unit": "batches"},
+    )
+    seed: int = Field(0, ge=0, description="random seed; a run is deterministic per seed, worker count and staleness")
     exploitability_every: int = Field(
         0,
         ge=0,

@@ -1,13 +1,16 @@
 """Where the iterations run: sequential, threads, processes, ray (`ray_backend.py`).
 
-Every backend runs batches: `run_batch(shares, batch)` runs `shares[w]` iterations on
-worker w (seeded by (seed, batch, w), so a run depends only on the seed and the worker
-count), merges what the workers report into the global tables and returns a `BatchResult`.
-Workers of one batch all start from the same global tables; the merge adds each worker's
-change against that start, in worker order, so the result is deterministic
-(except under sync=shared with more than one worker, where updates race by design).
+Every backend runs batches through two calls: `submit(shares, batch)` hands worker w
+`shares[w]` iterations (seeded by (seed, batch, w), so a run depends only on the seed, the
+worker count and the staleness) and returns at once; `collect()` waits for the oldest
+submitted batch, merges what its workers report into the global tables (in worker order,
+so the result is deterministic) and returns a `BatchResult`. The driver keeps
+`staleness + 1` batches in flight: with 0 every batch is a barrier; with 1 the workers
+compute the next batch while the main process merges the last one (see worker.py for
+the additive protocol that makes this exact). sync=shared with more than one worker
+races by design.
 
-A new backend (ray) is one more class with `start`, `run_batch`, `close` and the
+A new backend (ray) is one more class with `start`, `submit`, `collect`, `close` and the
 `regret`/`avg` global tables, registered in `BACKENDS`.
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import sys
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -24,48 +28,93 @@ import numpy as np
 
 from suites.mccfr.games import MAX_ACTIONS, FlatGame
 from suites.mccfr.solver import NUM_STATS, run_iterations, seed_state
+from suites.mccfr.sync_kernels import apply_update, empty_rows, merge_changes, take_changes
 from suites.mccfr.worker import Reply, Update, WorkerState, new_tables, process_main, update_bytes
 
 
 @dataclass
 class BatchResult:
+    requested: int
     done: int
     nodes: int
     touched: int
-    sync_bytes: int
-    sync_s: float
-    wall_s: float
+    sync_bytes: int  # replies in plus the update out, once per worker it went to
+    busy_s: float  # kernel time summed over the batch's workers
+    merge_s: float  # main-process time folding the replies into the global tables
 
 
 class Merger:
-    """The main process's side of delta/full sync: fold worker rows into the global tables."""
+    """The main process's side of delta/full sync: sum the workers' changes of one batch
+    (in worker order), add the sum to the global tables, and return it as the update every
+    worker applies."""
 
     def __init__(self, regret: np.ndarray, avg: np.ndarray, sync: str) -> None:
         self.regret = regret
         self.avg = avg
         self.sync = sync
-        self.seen = np.zeros(regret.shape[0], dtype=bool)
+        self.slot = np.zeros(regret.shape[0], np.int64) if sync != "shared" else None
 
-    def merge(self, replies: list[Reply]) -> Update | None:
-        if self.sync == "shared":
+    def merge(self, replies: list[Reply], batch: int) -> Update | None:
+        if self.slot is None:
             return None
         reported = [r for r in replies if r.rows is not None and r.rows.size]
-        # every worker's change is taken against the tables the batch started from
-        deltas = [(r.rows, r.regret - self.regret[r.rows], r.avg - self.avg[r.rows]) for r in reported]
-        for rows, d_regret, d_avg in deltas:
-            self.regret[rows] += d_regret
-            self.avg[rows] += d_avg
-        if self.sync == "full":
-            for rows, _, _ in deltas:
-                self.seen[rows] = True
-            rows = np.flatnonzero(self.seen)
+        if not reported:
+            return Update(batch, *empty_rows(MAX_ACTIONS))
+        if len(reported) == 1:
+            rows, d_regret, d_avg = reported[0].rows, reported[0].regret, reported[0].avg
         else:
-            rows = np.unique(np.concatenate([d[0] for d in deltas])) if deltas else np.zeros(0, np.int64)
-        return rows, self.regret[rows], self.avg[rows]
+            rows = np.concatenate([r.rows for r in reported])
+            d_regret = np.concatenate([r.regret for r in reported])
+            d_avg = np.concatenate([r.avg for r in reported])
+        union = np.empty(rows.size, np.int64)
+        sum_regret = np.empty((rows.size, MAX_ACTIONS))
+        sum_avg = np.empty((rows.size, MAX_ACTIONS))
+        count = merge_changes(rows, d_regret, d_avg, self.regret, self.avg, self.slot, union, sum_regret, sum_avg)
+        return Update(batch, union[:count], sum_regret[:count], sum_avg[:count])
+
+
+class InFlight:
+    """The batches a pool has been handed and not yet merged, oldest first, and the update
+    of the last merged batch, which goes out with the next submit."""
+
+    def __init__(self, merger: Merger) -> None:
+        self.merger = merger
+        self.batches: deque[tuple[int, list[int], Any]] = deque()
+        self.pending: Update | None = None
+
+    def outgoing(self) -> Update | None:
+        update, self.pending = self.pending, None
+        return update
+
+    def add(self, batch: int, shares: list[int], handles: Any) -> None:
+        self.batches.append((batch, shares, handles))
+
+    def oldest(self) -> tuple[int, list[int], Any]:
+        if not self.batches:
+            raise RuntimeError("collect() without a submitted batch")
+        return self.batches.popleft()
+
+    def merge(self, batch: int, shares: list[int], replies: list[Reply], update_out_bytes: int) -> BatchResult:
+        started = time.perf_counter()
+        self.pending = self.merger.merge(replies, batch)
+        merge_s = time.perf_counter() - started
+        return _result(shares, replies, sum(r.payload_bytes for r in replies) + update_out_bytes, merge_s)
+
+
+def _result(shares: list[int], replies: list[Reply], moved: int, merge_s: float) -> BatchResult:
+    return BatchResult(
+        requested=sum(shares),
+        done=sum(r.done for r in replies),
+        nodes=sum(r.nodes for r in replies),
+        touched=sum(r.touched for r in replies),
+        sync_bytes=moved,
+        busy_s=sum(r.compute_s for r in replies),
+        merge_s=merge_s,
+    )
 
 
 def _kernel_warmup(game: FlatGame) -> None:
-    """Compile (or load from the cache) the kernel once, before any worker is forked."""
+    """Compile (or load from the cache) the kernels once, before any worker is forked."""
     spec = game.spec
     regret, avg = new_tables(game.num_infosets)
     n = game.num_infosets
@@ -73,10 +122,15 @@ def _kernel_warmup(game: FlatGame) -> None:
         0, game.nodes, game.children, spec.cards, spec.suits, spec.rounds, regret, avg,
         np.zeros(n, np.uint8), np.zeros(n, np.int64), np.zeros(NUM_STATS, np.int64), seed_state(0),
     )  # fmt: skip
+    rows, d_regret, d_avg = empty_rows(MAX_ACTIONS)
+    take_changes(rows, regret, avg, regret, avg, d_regret, d_avg)
+    apply_update(rows, d_regret, d_avg, rows, d_regret, d_avg, regret, avg, regret, avg)
+    merge_changes(rows, d_regret, d_avg, regret, avg, np.zeros(n, np.int64), rows, d_regret, d_avg)
 
 
 class SequentialBackend:
-    """One worker in the main process, on the global tables: the baseline."""
+    """One worker in the main process, on the global tables: the baseline. `submit` runs
+    the batch; `collect` hands back its result."""
 
     def __init__(self, game: FlatGame, workers: int, sync: str, seed: int, start_method: str) -> None:
         self.seed = seed
@@ -84,22 +138,26 @@ class SequentialBackend:
         self.state = WorkerState(game, "shared", self.regret, self.avg)
         self.workers_started = 1
         self.start_method = "none"
+        self.done: deque[BatchResult] = deque()
 
     def start(self) -> None:
         _kernel_warmup(self.state.game)
 
-    def run_batch(self, shares: list[int], batch: int) -> BatchResult:
-        started = time.perf_counter()
-        reply = self.state.run(sum(shares), (self.seed, batch, 0))
-        return BatchResult(reply.done, reply.nodes, reply.touched, 0, 0.0, time.perf_counter() - started)
+    def submit(self, shares: list[int], batch: int) -> None:
+        reply = self.state.run(sum(shares), (self.seed, batch, 0), batch)
+        self.done.append(_result(shares, [reply], 0, 0.0))
+
+    def collect(self) -> BatchResult:
+        return self.done.popleft()
 
     def close(self) -> None:
         pass
 
 
 class ThreadsBackend:
-    """Worker states in the main process, run by a thread pool (the kernel releases the GIL;
-    the merge and the bookkeeping around it hold it)."""
+    """Worker states in the main process, each served by its own thread, so a worker's
+    batches run in order (the kernel releases the GIL; the merge and the bookkeeping
+    around it hold it)."""
 
     def __init__(self, game: FlatGame, workers: int, sync: str, seed: int, start_method: str) -> None:
         self.game = game
@@ -107,59 +165,41 @@ class ThreadsBackend:
         self.seed = seed
         self.workers = workers
         self.regret, self.avg = new_tables(game.num_infosets)
-        self.merger = Merger(self.regret, self.avg, sync)
+        self.flight = InFlight(Merger(self.regret, self.avg, sync))
         if sync == "shared":
             self.states = [WorkerState(game, sync, self.regret, self.avg) for _ in range(workers)]
         else:
             self.states = [WorkerState(game, sync, *new_tables(game.num_infosets)) for _ in range(workers)]
-        self.pool: ThreadPoolExecutor | None = None
+        self.threads: list[ThreadPoolExecutor] = []
         self.workers_started = workers
         self.start_method = "thread"
 
     def start(self) -> None:
         _kernel_warmup(self.game)
-        self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="mccfr")
+        self.threads = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"mccfr-{w}") for w in range(self.workers)]
 
-    def run_batch(self, shares: list[int], batch: int) -> BatchResult:
-        assert self.pool is not None
-        started = time.perf_counter()
-        futures = [self.pool.submit(self.states[w].run, n, (self.seed, batch, w)) for w, n in enumerate(shares)]
+    def _step(self, w: int, iterations: int, batch: int, update: Update | None) -> Reply:
+        state = self.states[w]
+        state.apply(update)
+        return state.run(iterations, (self.seed, batch, w), batch)
+
+    def submit(self, shares: list[int], batch: int) -> None:
+        update = self.flight.outgoing()
+        futures = [self.threads[w].submit(self._step, w, n, batch, update) for w, n in enumerate(shares)]
+        if update is not None:
+            for w in range(len(shares), self.workers):
+                self.threads[w].submit(self.states[w].apply, update)
+        self.flight.add(batch, shares, (futures, update_bytes(update) * self.workers))
+
+    def collect(self) -> BatchResult:
+        batch, shares, (futures, moved) = self.flight.oldest()
         replies = [f.result() for f in futures]
-        sync_started = time.perf_counter()
-        update = self.merger.merge(replies)
-        for state in self.states:
-            state.apply(update)
-        ended = time.perf_counter()
-        moved = sum(r.payload_bytes for r in replies) + update_bytes(update) * len(self.states)
-        return _result(replies, moved, ended - sync_started, ended - started)
+        return self.flight.merge(batch, shares, replies, moved)
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _result(replies: list[Reply], moved: int, sync_s: float, wall_s: float) -> BatchResult:
-    return BatchResult(
-        done=sum(r.done for r in replies),
-        nodes=sum(r.nodes for r in replies),
-        touched=sum(r.touched for r in replies),
-        sync_bytes=moved,
-        sync_s=sync_s,
-        wall_s=wall_s,
-    )
-
-
-def merge_batch(merger: Merger, replies: list[Reply], started: float, moved: int) -> tuple[Update | None, BatchResult]:
-    """Merge remote workers' replies into the global tables and account the batch. Sync
-    time is sending the previous merge and receiving and merging this one: the batch's wall
-    time not spent computing in the slowest worker, plus the merge."""
-    received = time.perf_counter()
-    pending = merger.merge(replies)
-    ended = time.perf_counter()
-    moved += sum(r.payload_bytes for r in replies)
-    slowest = max(r.compute_s for r in replies)
-    sync_s = max(0.0, received - started - slowest) + (ended - received)
-    return pending, _result(replies, moved, sync_s, ended - started)
+        for thread in self.threads:
+            thread.shutdown(wait=True, cancel_futures=True)
+        self.threads = []
 
 
 def choose_start_method(requested: str) -> str:
@@ -173,7 +213,8 @@ def choose_start_method(requested: str) -> str:
 
 
 class ProcessesBackend:
-    """A persistent pool of worker processes, one pipe each; sync delta, full or shared."""
+    """A persistent pool of worker processes, a pipe each way per worker; sync delta, full
+    or shared."""
 
     def __init__(self, game: FlatGame, workers: int, sync: str, seed: int, start_method: str) -> None:
         self.game = game
@@ -194,10 +235,10 @@ class ProcessesBackend:
             self.avg[:] = 0.0
         else:
             self.regret, self.avg = new_tables(game.num_infosets)
-        self.merger = Merger(self.regret, self.avg, sync)
+        self.flight = InFlight(Merger(self.regret, self.avg, sync))
         self.procs: list[Any] = []
-        self.conns: list[Any] = []
-        self.pending: Update | None = None
+        self.orders: list[Any] = []  # main -> worker
+        self.replies: list[Any] = []  # worker -> main
         self.workers_started = 0
         self.torch_in_workers = 0
 
@@ -207,43 +248,50 @@ class ProcessesBackend:
             _kernel_warmup(self.game)
         names = tuple(b.name for b in self.blocks) if self.blocks else None
         for w in range(self.workers):
-            parent, child = ctx.Pipe(duplex=True)
+            inbox, orders = ctx.Pipe(duplex=False)
+            replies, outbox = ctx.Pipe(duplex=False)
             proc = ctx.Process(
-                target=process_main, args=(child, self.game, self.sync, names), name=f"mccfr-{w}", daemon=True
+                target=process_main,
+                args=(inbox, outbox, self.game, self.sync, names),
+                name=f"mccfr-{w}",
+                daemon=True,
             )
             proc.start()
-            child.close()
+            inbox.close()
+            outbox.close()
             self.procs.append(proc)
-            self.conns.append(parent)
-        for w in range(len(self.conns)):
+            self.orders.append(orders)
+            self.replies.append(replies)
+        for w in range(len(self.procs)):
             message = self._recv(w)
             self.torch_in_workers += bool(message[1])
         self.workers_started = len(self.procs)
 
     def _recv(self, w: int) -> Any:
         try:
-            return self.conns[w].recv()
+            return self.replies[w].recv()
         except EOFError:
             code = self.procs[w].exitcode
             raise RuntimeError(f"mccfr worker {w} died (exit code {code})") from None
 
-    def run_batch(self, shares: list[int], batch: int) -> BatchResult:
-        started = time.perf_counter()
-        update = self.pending
-        moved = update_bytes(update) * len(self.conns)
-        for w, conn in enumerate(self.conns):
+    def submit(self, shares: list[int], batch: int) -> None:
+        update = self.flight.outgoing()
+        for w, orders in enumerate(self.orders):
             if w < len(shares):
-                conn.send(("run", shares[w], (self.seed, batch, w), update))
+                orders.send(("run", shares[w], (self.seed, batch, w), batch, update))
             elif update is not None:
-                conn.send(("apply", update))
+                orders.send(("apply", update))
+        self.flight.add(batch, shares, update_bytes(update) * len(self.orders))
+
+    def collect(self) -> BatchResult:
+        batch, shares, moved = self.flight.oldest()
         replies = [self._recv(w) for w in range(len(shares))]
-        self.pending, result = merge_batch(self.merger, replies, started, moved)
-        return result
+        return self.flight.merge(batch, shares, replies, moved)
 
     def close(self) -> None:
-        for conn in self.conns:
+        for orders in self.orders:
             try:
-                conn.send(("stop",))
+                orders.send(("stop",))
             except (BrokenPipeError, OSError):
                 pass
         deadline = time.monotonic() + 5.0
@@ -256,10 +304,10 @@ class ProcessesBackend:
             if proc.is_alive():  # pragma: no cover - stuck in the kernel
                 proc.kill()
                 proc.join()
-        for conn in self.conns:
+        for conn in self.orders + self.replies:
             conn.close()
         self.regret = self.avg = None  # type: ignore[assignment]
-        self.merger = None  # type: ignore[assignment]
+        self.flight = None  # type: ignore[assignment]
         for block in self.blocks:
             try:
                 block.close()

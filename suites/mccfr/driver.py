@@ -2,8 +2,10 @@
 
 Duration mode runs batches of `batch_size` iterations until the probe says stop; work
 mode runs exactly `probe.target_work` iterations (the last batch is the remainder). Each
-batch is split over the workers by the harness's no-loss `split_work`. Exploitability is
-computed after the measured window has closed (duration mode), so it costs no rate.
+batch is split over the workers by the harness's no-loss `split_work`. `staleness + 1`
+batches are kept in flight, and the ones still running when the probe says stop are
+collected and counted (they were asked for). Exploitability is computed after the measured
+window has closed (duration mode), so it costs no rate.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def plan(target: int, batch_size: int, workers: int) -> Iterator[list[int]]:
 
 
 def run_mccfr(params: Any, probe: Probe) -> None:
-    from suites.mccfr.backends import BACKENDS
+    from suites.mccfr.backends import BACKENDS, BatchResult
     from suites.mccfr.exploitability import exploitability as exploitability_of
     from suites.mccfr.exploitability import nash_conv
     from suites.mccfr.games import flatten
@@ -70,9 +72,27 @@ def run_mccfr(params: Any, probe: Probe) -> None:
     )
     backend = BACKENDS[params.backend](game, pool, params.sync, params.seed, params.start_method)
     syncs = params.backend != "sequential"
-    sync_s = wall_s = 0.0
+    depth = params.staleness + 1 if syncs else 1
+    busy_s = 0.0
     done_total = 0
     next_checkpoint = params.exploitability_every or None
+
+    def account(result: BatchResult) -> None:
+        nonlocal busy_s, done_total, next_checkpoint
+        probe.work(requested=result.requested, done=result.done)
+        probe.count("iterations", result.done)
+        probe.count("nodes", result.nodes)
+        probe.count("infosets_touched", result.touched)
+        if syncs:
+            probe.observe("sync_bytes", result.sync_bytes)
+            probe.observe("merge_ms", 1000.0 * result.merge_s)
+        busy_s += result.busy_s
+        done_total += result.done
+        if next_checkpoint is not None and done_total >= next_checkpoint:
+            probe.set("exploitability", exploitability_of(game, backend.avg))
+            while next_checkpoint <= done_total:
+                next_checkpoint += params.exploitability_every
+
     try:
         backend.start()
         if getattr(backend, "torch_in_workers", 0):
@@ -82,23 +102,19 @@ def run_mccfr(params: Any, probe: Probe) -> None:
             batches: Iterator[list[int]] = plan(int(probe.target_work), params.batch_size, pool)
         else:
             batches = _forever(split_work(params.batch_size, pool), probe)
+        in_flight = 0
+        pool_started = time.perf_counter()
         for batch, shares in enumerate(batches):
             if probe.target_work is not None:
                 probe.should_stop()  # never True in work mode; it moves warm-up to measure
-            result = backend.run_batch(shares, batch)
-            probe.work(requested=sum(shares), done=result.done)
-            probe.count("iterations", result.done)
-            probe.count("nodes", result.nodes)
-            probe.count("infosets_touched", result.touched)
-            if syncs:
-                probe.observe("sync_bytes", result.sync_bytes)
-            sync_s += result.sync_s
-            wall_s += result.wall_s
-            done_total += result.done
-            if next_checkpoint is not None and done_total >= next_checkpoint:
-                probe.set("exploitability", exploitability_of(game, backend.avg))
-                while next_checkpoint <= done_total:
-                    next_checkpoint += params.exploitability_every
+            if in_flight == depth:
+                account(backend.collect())
+                in_flight -= 1
+            backend.submit(shares, batch)
+            in_flight += 1
+        for _ in range(in_flight):  # the batches still running count: they were asked for
+            account(backend.collect())
+        pool_s = time.perf_counter() - pool_started
         probe.stop()  # the window closes before the final evaluation, in both modes
         regret = np.array(backend.regret, copy=True)
         avg = np.array(backend.avg, copy=True)
@@ -113,8 +129,9 @@ def run_mccfr(params: Any, probe: Probe) -> None:
     probe.set("infosets_seen", int(np.count_nonzero(np.any(avg != 0.0, axis=1) | np.any(regret != 0.0, axis=1))))
     probe.set("workers_started", backend.workers_started)
     probe.set("start_method", backend.start_method)
-    if syncs:
-        probe.set("sync_share", sync_s / wall_s if wall_s > 0 else 0.0)
+    if syncs and pool_s > 0:
+        # the share of the pool's worker time not spent in the kernel: syncing, merging, waiting
+        probe.set("sync_share", max(0.0, 1.0 - busy_s / (pool * pool_s)))
 
 
 def _forever(shares: list[int], probe: Probe) -> Iterator[list[int]]:

@@ -1,12 +1,13 @@
 """The ray backend: solver workers as Ray actors, delta/full sync through the object store.
 
 Each actor holds one worker's tables (`WorkerState`, the same protocol as the threads and
-processes backends). Per batch the main process puts the previous merge into the object
-store ONCE (`ray.put`) and hands every actor the reference with its share: an actor on
+processes backends). Per batch the main process puts the last merged update into the
+object store ONCE (`ray.put`) and hands every actor the reference with its share: an actor on
 the same node maps the arrays from shared memory, one on another node fetches them once
 per node, where a pipe per worker would copy them once per worker. The replies come back
 as objects too; the merge is the same deterministic `Merger`, in worker order, so a run
-with the same seed and worker count ends with the same tables as the processes backend.
+with the same seed, worker count and staleness ends with the same tables as the processes
+backend. An actor runs its calls in order, so batches in flight (staleness 1) queue there.
 
 sync=shared is refused: in-place shared tables exist only on one machine, which is what
 the processes backend measures.
@@ -15,7 +16,6 @@ the processes backend measures.
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 from harness.probe import SuiteError
@@ -37,9 +37,9 @@ class TableWorker:
         self.state.run(0, (0,))
         return "torch" in sys.modules
 
-    def run(self, iterations: int, key: tuple[int, ...], update: Update | None) -> Reply:
+    def run(self, iterations: int, key: tuple[int, ...], batch: int, update: Update | None) -> Reply:
         self.state.apply(update)
-        return self.state.run(iterations, key)
+        return self.state.run(iterations, key, batch)
 
     def apply(self, update: Update | None) -> None:
         self.state.apply(update)
@@ -47,7 +47,7 @@ class TableWorker:
 
 class RayBackend:
     def __init__(self, game: FlatGame, workers: int, sync: str, seed: int, start_method: str) -> None:
-        from suites.mccfr.backends import Merger
+        from suites.mccfr.backends import InFlight, Merger
 
         if sync == "shared":
             raise SuiteError(
@@ -59,8 +59,7 @@ class RayBackend:
         self.seed = seed
         self.workers = workers
         self.regret, self.avg = new_tables(game.num_infosets)
-        self.merger = Merger(self.regret, self.avg, sync)
-        self.pending: Update | None = None
+        self.flight = InFlight(Merger(self.regret, self.avg, sync))
         self.actors: list[Any] = []
         self.workers_started = 0
         self.torch_in_workers = 0
@@ -85,21 +84,20 @@ class RayBackend:
         self.torch_in_workers = sum(ray.get(ready))
         self.workers_started = len(self.actors)
 
-    def run_batch(self, shares: list[int], batch: int) -> Any:
-        from suites.mccfr.backends import merge_batch
-
+    def submit(self, shares: list[int], batch: int) -> None:
         ray = self.ray
-        started = time.perf_counter()
-        update = self.pending
+        update = self.flight.outgoing()
         # one copy into the object store; every actor gets the same reference
         ref = ray.put(update) if update is not None else None
-        moved = update_bytes(update)
-        runs = [self.actors[w].run.remote(n, (self.seed, batch, w), ref) for w, n in enumerate(shares)]
+        runs = [self.actors[w].run.remote(n, (self.seed, batch, w), batch, ref) for w, n in enumerate(shares)]
         applies = [a.apply.remote(ref) for a in self.actors[len(shares) :]] if ref is not None else []
-        replies: list[Reply] = ray.get(runs)
-        ray.get(applies)
-        self.pending, result = merge_batch(self.merger, replies, started, moved)
-        return result
+        self.flight.add(batch, shares, (runs, applies, update_bytes(update)))
+
+    def collect(self) -> Any:
+        batch, shares, (runs, applies, moved) = self.flight.oldest()
+        replies: list[Reply] = self.ray.get(runs)
+        self.ray.get(applies)
+        return self.flight.merge(batch, shares, replies, moved)
 
     def close(self) -> None:
         try:

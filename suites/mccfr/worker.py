@@ -1,21 +1,29 @@
 """One solver worker: its copy of the tables, the kernel, and what it sends back.
 
 This module is what a worker process imports: numpy, numba, the games and the kernel,
-never torch. The same `WorkerState` also serves the threads backend, so both transports
-run one protocol:
+never torch. The same `WorkerState` also serves the threads and ray backends, so every
+transport runs one protocol, and one seed gives the same tables on all of them.
 
-- `run(iterations, key)` runs the kernel on the local tables and returns a `Reply` whose
-  rows are the information sets it reports, with their absolute values: under
-  `delta` the rows touched in this batch, under `full` every row the worker has ever
-  touched (the naive "send the whole state" design, whose payload grows as the solver
-  discovers information sets), under `shared` none (the tables are shared in place).
-- `apply(update)` writes the merged rows the main process sends back, after which every
-  worker's tables equal the main process's global tables again.
+The protocol is additive, so that a worker never has to wait for the merge of the batch
+it has just finished (the `staleness` knob):
+
+- `run(iterations, key, batch)` runs the kernel on the local tables and returns a `Reply`
+  with the worker's *change* over the batch on the rows it reports: under `delta` the
+  rows touched in this batch, under `full` every row the worker has ever touched (the
+  naive "send the whole state" design, whose payload grows as the solver discovers
+  information sets), under `shared` none (the tables are shared in place).
+- `apply(update)` adds the merged change of one earlier batch (every worker's, summed in
+  worker order by the main process) minus this worker's own part of it, which its tables
+  already hold. With staleness s, batch b starts after the update of batch b-1-s: s=0 is
+  a barrier (every worker starts from the global tables), s=1 lets the workers compute
+  batch b while the main process merges batch b-1.
 """
 
 from __future__ import annotations
 
+import queue
 import sys
+import threading
 import time
 from typing import Any, NamedTuple
 
@@ -23,8 +31,20 @@ import numpy as np
 
 from suites.mccfr.games import MAX_ACTIONS, FlatGame
 from suites.mccfr.solver import NUM_STATS, TOUCHED, run_iterations, seed_state
+from suites.mccfr.sync_kernels import apply_update, empty_rows, take_changes
 
-Update = tuple[np.ndarray, np.ndarray, np.ndarray]  # rows, regret rows, average rows
+
+class Update(NamedTuple):
+    """The merged change of one batch: all workers' deltas on the union of their rows."""
+
+    batch: int
+    rows: np.ndarray
+    regret: np.ndarray
+    avg: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows.nbytes + self.regret.nbytes + self.avg.nbytes
 
 
 class Reply(NamedTuple):
@@ -33,7 +53,7 @@ class Reply(NamedTuple):
     touched: int  # distinct information sets touched in this batch
     compute_s: float  # time inside the kernel
     rows: np.ndarray | None
-    regret: np.ndarray | None
+    regret: np.ndarray | None  # change of each reported row over the batch
     avg: np.ndarray | None
 
     @property
@@ -42,7 +62,7 @@ class Reply(NamedTuple):
 
 
 def update_bytes(update: Update | None) -> int:
-    return 0 if update is None else sum(a.nbytes for a in update)
+    return 0 if update is None else update.nbytes
 
 
 def new_tables(num_infosets: int) -> tuple[np.ndarray, np.ndarray]:
@@ -51,7 +71,8 @@ def new_tables(num_infosets: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class WorkerState:
-    """Local tables (or views of shared ones) plus the bookkeeping of touched rows."""
+    """Local tables (or views of shared ones), the tables as they were when the last batch
+    started (to take the batch's change), and the worker's own unmerged changes."""
 
     def __init__(self, game: FlatGame, sync: str, regret: np.ndarray, avg: np.ndarray) -> None:
         self.game = game
@@ -65,8 +86,12 @@ class WorkerState:
         self.seen = np.zeros(n, dtype=np.uint8)
         self.seen_list = np.zeros(n, dtype=np.int64)
         self.seen_count = 0
+        reports = sync in ("delta", "full")
+        self.base_regret = regret.copy() if reports else None
+        self.base_avg = avg.copy() if reports else None
+        self.own: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
-    def run(self, iterations: int, key: tuple[int, ...]) -> Reply:
+    def run(self, iterations: int, key: tuple[int, ...], batch: int = 0) -> Reply:
         game = self.game
         spec = game.spec
         self.stats[:] = 0
@@ -80,27 +105,32 @@ class WorkerState:
         count = int(self.stats[TOUCHED])
         touched = self.touched_list[:count].copy()
         self.touched[touched] = 0
-        rows: np.ndarray | None
-        if self.sync == "delta":
-            rows = touched
-        elif self.sync == "full":
+        nodes = int(self.stats[0])
+        if self.base_regret is None or self.base_avg is None:
+            return Reply(iterations, nodes, count, compute_s, None, None, None)
+        if self.sync == "full":
             fresh = touched[self.seen[touched] == 0]
             self.seen[fresh] = 1
             self.seen_list[self.seen_count : self.seen_count + fresh.size] = fresh
             self.seen_count += fresh.size
             rows = self.seen_list[: self.seen_count].copy()
         else:
-            rows = None
-        if rows is None:
-            return Reply(iterations, int(self.stats[0]), count, compute_s, None, None, None)
-        return Reply(iterations, int(self.stats[0]), count, compute_s, rows, self.regret[rows], self.avg[rows])
+            rows = touched
+        d_regret = np.empty((rows.size, MAX_ACTIONS))
+        d_avg = np.empty((rows.size, MAX_ACTIONS))
+        take_changes(rows, self.regret, self.avg, self.base_regret, self.base_avg, d_regret, d_avg)
+        if rows.size:
+            self.own[batch] = (rows, d_regret, d_avg)
+        return Reply(iterations, nodes, count, compute_s, rows, d_regret, d_avg)
 
     def apply(self, update: Update | None) -> None:
-        if update is None:
+        if update is None or self.base_regret is None or self.base_avg is None:
             return
-        rows, regret, avg = update
-        self.regret[rows] = regret
-        self.avg[rows] = avg
+        # own rows are a subset of the update's rows
+        own = self.own.pop(update.batch, None) or empty_rows(MAX_ACTIONS)
+        apply_update(
+            update.rows, update.regret, update.avg, *own, self.regret, self.avg, self.base_regret, self.base_avg
+        )
 
 
 def _attach_shared(names: tuple[str, str], shape: tuple[int, int]) -> tuple[Any, Any, np.ndarray, np.ndarray]:
@@ -114,12 +144,26 @@ def _attach_shared(names: tuple[str, str], shape: tuple[int, int]) -> tuple[Any,
     return blocks[0], blocks[1], regret, avg
 
 
-def process_main(conn: Any, game: FlatGame, sync: str, shared_names: tuple[str, str] | None) -> None:
+def _receive_into(inbox: Any, messages: queue.SimpleQueue) -> None:
+    """Read the main process's messages as they come, while the kernel runs (it releases
+    the GIL): the next batch's orders and update are unpickled before the current batch
+    ends, and the main process never blocks on a pipe this worker is not reading."""
+    try:
+        while True:
+            message = inbox.recv()
+            messages.put(message)
+            if message[0] == "stop":
+                return
+    except (EOFError, OSError):
+        messages.put(("stop",))
+
+
+def process_main(inbox: Any, outbox: Any, game: FlatGame, sync: str, shared_names: tuple[str, str] | None) -> None:
     """Entry point of a worker process: serve `run`/`apply` messages until `stop` or EOF.
 
-    Messages: ("run", iterations, key, update | None) -> Reply; ("apply", update);
-    ("stop",). The first message sent is ("ready", torch_loaded) so the main process can
-    check that no worker carries torch.
+    Messages in: ("run", iterations, key, batch, update | None) -> Reply out;
+    ("apply", update); ("stop",). The first message out is ("ready", torch_loaded) so the
+    main process can check that no worker carries torch.
     """
     blocks: tuple[Any, ...] = ()
     try:
@@ -128,18 +172,20 @@ def process_main(conn: Any, game: FlatGame, sync: str, shared_names: tuple[str, 
         else:
             regret, avg = new_tables(game.num_infosets)
         state = WorkerState(game, sync, regret, avg)
-        conn.send(("ready", "torch" in sys.modules))
+        messages: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=_receive_into, args=(inbox, messages), name="inbox", daemon=True).start()
+        outbox.send(("ready", "torch" in sys.modules))
         while True:
-            message = conn.recv()
+            message = messages.get()
             kind = message[0]
             if kind == "stop":
                 break
             if kind == "apply":
                 state.apply(message[1])
             elif kind == "run":
-                _, iterations, key, update = message
+                _, iterations, key, batch, update = message
                 state.apply(update)
-                conn.send(state.run(iterations, key))
+                outbox.send(state.run(iterations, key, batch))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass
     finally:
@@ -149,4 +195,4 @@ def process_main(conn: Any, game: FlatGame, sync: str, shared_names: tuple[str, 
                 block.close()
             except BufferError:  # pragma: no cover - a view still alive
                 pass
-        conn.close()
+        outbox.close()

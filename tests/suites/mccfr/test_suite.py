@@ -28,7 +28,8 @@ def test_import_is_light():
     assert out.stdout.split() == ["False", "False"]
 
 
-def test_duration_mode_processes_reports_sync_metrics():
+@pytest.mark.parametrize("staleness", [0, 2])
+def test_duration_mode_processes_reports_sync_metrics(staleness):
     points = []
     probe = Probe(duration_s=0.4, sink=lambda r: points.append(r) if r.get("type") == "point" else None)
     params = Params(
@@ -38,13 +39,15 @@ def test_duration_mode_processes_reports_sync_metrics():
         batch_size=200,
         exploitability_every=2000,
         start_method="fork",
+        staleness=staleness,
     )
     SUITE.run(params, probe)
     m = probe.finish()
     assert m["iterations"] > 0 and m["iterations_per_s"] > 0
     assert m["nodes"] > m["iterations"]
+    # batches still in flight when the window ends are collected and counted
     assert m["work_done"] == m["work_requested"] == m["iterations"]
-    assert m["sync_bytes_mean"] > 0
+    assert m["sync_bytes_mean"] > 0 and m["merge_ms_count"] > 0
     assert 0.0 <= m["sync_share"] <= 1.0
     assert m["infosets"] == 936 and m["infosets_seen"] <= 936
     assert m["nash_conv"] == pytest.approx(2 * m["exploitability"])

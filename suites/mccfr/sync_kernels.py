@@ -1,0 +1,83 @@
+"""The row-level work of delta/full sync, as numba loops: one pass over each list of rows.
+
+On a large game a batch changes tens of thousands of rows scattered over tables of tens of
+megabytes; numpy's fancy indexing walks them once per operation (gather, subtract,
+scatter, unique, ...), and every walk is a cache miss per row. These kernels touch each
+row once per step and keep the floating-point operations, and their order, exactly what
+the protocol in worker.py describes, so every backend still gives the same tables.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def take_changes(rows, regret, avg, base_regret, base_avg, d_regret, d_avg):
+    """d[i] = table[rows[i]] - base[rows[i]], then base[rows[i]] = table[rows[i]]."""
+    width = regret.shape[1]
+    for i in range(rows.size):
+        r = rows[i]
+        for a in range(width):
+            d_regret[i, a] = regret[r, a] - base_regret[r, a]
+            d_avg[i, a] = avg[r, a] - base_avg[r, a]
+            base_regret[r, a] = regret[r, a]
+            base_avg[r, a] = avg[r, a]
+
+
+@njit(cache=True, nogil=True)
+def apply_update(rows, d_regret, d_avg, own_rows, own_regret, own_avg, regret, avg, base_regret, base_avg):
+    """Add the merged change, take back the worker's own part of it, and re-base the rows."""
+    width = regret.shape[1]
+    for i in range(rows.size):
+        r = rows[i]
+        for a in range(width):
+            regret[r, a] += d_regret[i, a]
+            avg[r, a] += d_avg[i, a]
+    for j in range(own_rows.size):
+        r = own_rows[j]
+        for a in range(width):
+            regret[r, a] -= own_regret[j, a]
+            avg[r, a] -= own_avg[j, a]
+    for i in range(rows.size):
+        r = rows[i]
+        for a in range(width):
+            base_regret[r, a] = regret[r, a]
+            base_avg[r, a] = avg[r, a]
+
+
+@njit(cache=True, nogil=True)
+def merge_changes(rows, d_regret, d_avg, regret, avg, slot, union, sum_regret, sum_avg):
+    """Sum the changes per row (rows concatenated in worker order, distinct within a
+    worker), add each sum to the tables, and return how many distinct rows there were:
+    union[:count] lists them in first-seen order and sum_*[:count] hold their sums.
+    `slot` is all zeros on entry and on exit."""
+    width = regret.shape[1]
+    count = 0
+    for i in range(rows.size):
+        r = rows[i]
+        k = slot[r] - 1
+        if k < 0:
+            k = count
+            slot[r] = count + 1
+            union[count] = r
+            count += 1
+            for a in range(width):
+                sum_regret[k, a] = d_regret[i, a]
+                sum_avg[k, a] = d_avg[i, a]
+        else:
+            for a in range(width):
+                sum_regret[k, a] += d_regret[i, a]
+                sum_avg[k, a] += d_avg[i, a]
+    for k in range(count):
+        r = union[k]
+        slot[r] = 0
+        for a in range(width):
+            regret[r, a] += sum_regret[k, a]
+            avg[r, a] += sum_avg[k, a]
+    return count
+
+
+def empty_rows(width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return np.zeros(0, np.int64), np.zeros((0, width)), np.zeros((0, width))
