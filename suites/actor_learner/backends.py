@@ -2,12 +2,15 @@
 
 sequential: one process collects `turns` steps per agent, then trains each agent once.
 processes: this (main) process is the actor; one learner process per agent trains in
-parallel and publishes weights through shared memory.
+parallel and publishes weights through shared memory. The actor steps every agent's
+environment, so it is the critical path: by default it gets a core of its own and the
+learners share the others (`placement`).
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,6 +22,7 @@ from harness.probe import Probe
 from suites.actor_learner import layout
 from suites.actor_learner import learner as L
 from suites.actor_learner.actor import Actor
+from suites.actor_learner.doorbell import Doorbell
 from suites.actor_learner.params import Params
 from suites.actor_learner.replay import ReplayRing
 from suites.actor_learner.weights import WeightBoard
@@ -47,6 +51,7 @@ class Result:
     stats: L.LearnerStats
     wall_s: float
     main_cpu_s: float  # CPU seconds of this (the actor's) process over the work
+    wake_s: float = 0.0  # the actor's wall time spent waking learners
 
 
 def _setup(params: Params, agents: int, ctx: Any) -> tuple[WeightBoard, L.LearnerStats, list[ReplayRing], np.ndarray]:
@@ -116,6 +121,22 @@ def sequential(params: Params, plan: Any, probe: Probe) -> Result:
     return Result(actor, stats, time.perf_counter() - started, time.process_time() - cpu_started)
 
 
+def _wake(bell: Any) -> None:
+    if isinstance(bell, Doorbell):
+        bell.ring()
+    else:
+        bell.set()  # multiprocessing.Event: blocks until every sleeping learner woke
+
+
+def _cores(placement: str) -> tuple[set[int], set[int]] | None:
+    """(actor's cores, learners' cores) for `actor_core` placement, None when there is
+    nothing to place: `shared`, or fewer than two cores allowed to this process."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if placement != "actor_core" or len(allowed) < 2:
+        return None
+    return {allowed[0]}, set(allowed[1:])
+
+
 def processes(params: Params, plan: Any, probe: Probe) -> Result:
     method = params.start_method
     if method == "auto":
@@ -124,7 +145,7 @@ def processes(params: Params, plan: Any, probe: Probe) -> Result:
     board, stats, rings, _ = _setup(params, plan.agents, ctx)
     actor = Actor(params, board, stats.column(L.UPDATES), params.seed)
     funnel = Funnel(probe, stats)
-    data_ready = [ctx.Event() for _ in range(plan.agents)]
+    data_ready = [ctx.Event() if params.wait == "mp_event" else Doorbell(ctx) for _ in range(plan.agents)]
     stop = ctx.Event()
     workers = [
         ctx.Process(
@@ -135,31 +156,46 @@ def processes(params: Params, plan: Any, probe: Probe) -> Result:
         )
         for agent in range(plan.agents)
     ]
-    event_wait = params.wait == "event"
+    signal = params.wait != "poll"
+    wake_s = 0.0
+    cores = _cores(params.placement)
+    if params.placement == "actor_core" and cores is None:
+        probe.log("placement=actor_core: fewer than two cores allowed, so the OS places everyone")
+    main_cores = os.sched_getaffinity(0) if cores is not None else None
     started, cpu_started = time.perf_counter(), time.process_time()
     try:
         for worker in workers:
             worker.start()
+            if cores is not None:
+                os.sched_setaffinity(worker.pid, cores[1])
+        if cores is not None:
+            os.sched_setaffinity(0, cores[0])  # this thread is the actor
+            probe.set("actor_cores", ",".join(map(str, sorted(cores[0]))))
+            probe.set("learner_cores", ",".join(map(str, sorted(cores[1]))))
         _clock_starts(plan, probe)
         for taken in _epochs(plan, actor, rings, probe):
-            if event_wait:
+            if signal:
+                wake_started = time.perf_counter()
                 for agent in np.flatnonzero(taken):
-                    data_ready[agent].set()
+                    _wake(data_ready[agent])
+                wake_s += time.perf_counter() - wake_started
             for agent, worker in enumerate(workers):
                 if worker.exitcode is not None:
                     raise RuntimeError(f"learner {agent} exited early with code {worker.exitcode}")
             funnel.flush()
         stop.set()
-        for event in data_ready:
-            event.set()
+        for bell in data_ready:
+            _wake(bell)
         for agent, worker in enumerate(workers):
             worker.join(30)
             if worker.exitcode != 0:
                 raise RuntimeError(f"learner {agent} ended with exit code {worker.exitcode}")
     finally:
+        if main_cores is not None:
+            os.sched_setaffinity(0, main_cores)
         stop.set()
-        for event in data_ready:
-            event.set()
+        for bell in data_ready:
+            _wake(bell)
         for worker in workers:
             if worker.pid is not None:
                 worker.join(5)
@@ -171,4 +207,4 @@ def processes(params: Params, plan: Any, probe: Probe) -> Result:
                     worker.join()
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     funnel.flush()
-    return Result(actor, stats, wall, cpu)
+    return Result(actor, stats, wall, cpu, wake_s)

@@ -41,15 +41,23 @@ class Params(BaseModel):
         description="a learner publishes its weights to the actor every this many training steps",
         json_schema_extra={"unit": "updates"},
     )
-    wait: Literal["poll", "event"] = Field(
+    wait: Literal["poll", "event", "mp_event"] = Field(
         "event",
-        description="how a learner waits for data: poll (sleep 1 ms and retry) or event (block on an "
-        "Event the actor sets after each write); processes backend only",
+        description="how a learner waits for data: poll (sleep 1 ms and retry); event (block until "
+        "the actor rings after each write: a semaphore, so ringing never blocks the actor); "
+        "mp_event (block on a multiprocessing.Event, whose set() waits until every sleeping "
+        "learner has woken: the pitfall, kept to measure it); processes backend only",
     )
     throttle: bool = Field(
         True,
         description="processes backend: train only once batch_size new transitions arrived per step "
         "(replay ratio <= 1); off: train as fast as the learner can once the buffer holds a batch",
+    )
+    placement: Literal["actor_core", "shared"] = Field(
+        "actor_core",
+        description="processes backend: actor_core gives the actor (the critical path: it steps every "
+        "agent's environment) a core of its own and the learners the other cores; shared leaves "
+        "placement to the OS scheduler, which time-slices the actor with the learners",
     )
     device: Literal["cpu", "cuda"] = Field("cpu", description="where learners train (the actor acts on the CPU)")
     seed: int = Field(0, description="seeds environments, networks, exploration and sampling")

@@ -69,6 +69,15 @@ def report(params: Params, result: Any, probe: Probe) -> None:
     alive = float(table[:, L.ALIVE_S].sum())
     probe.set("work_wall_s", result.wall_s)
     probe.set("main_cpu_s", result.main_cpu_s)
+    if params.backend == "processes":
+        probe.set("wake_s", result.wake_s)
+        probe.set("wake_share", result.wake_s / result.wall_s if result.wall_s > 0 else 0.0)
+        if result.wall_s > 0 and result.wake_s > 0.1 * result.wall_s:
+            probe.warn(
+                f"the actor spent {result.wake_s / result.wall_s:.0%} of the run waking learners "
+                f"({result.wake_s:.2f} s): multiprocessing.Event.set() waits until every sleeping "
+                "learner has woken; wait=event rings a semaphore, which never blocks the actor"
+            )
     probe.set("replay_ratio", samples / env_steps if env_steps else 0.0)
     probe.set("publish_share", float(table[:, L.PUBLISH_S].sum()) / alive if alive else 0.0)
     probe.set("publish_s", float(table[:, L.PUBLISH_S].sum()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 
 import pydantic
 import pytest
@@ -101,3 +102,34 @@ def test_cuda_without_a_gpu_is_a_suite_error() -> None:
         pytest.skip("this machine has CUDA")
     with pytest.raises(SuiteError, match="device=cuda"):
         SUITE.run(Params(device="cuda", **TINY), Probe())
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="placement needs two cores")
+def test_actor_core_placement_splits_the_cores_and_gives_them_back() -> None:
+    before = os.sched_getaffinity(0)
+    metrics = run(Probe(), backend="processes", placement="actor_core", **TINY)
+    cores = sorted(before)
+    assert metrics["actor_cores"] == str(cores[0])
+    assert metrics["learner_cores"] == ",".join(map(str, cores[1:]))
+    assert os.sched_getaffinity(0) == before
+    shared = run(Probe(), backend="processes", placement="shared", **TINY)
+    assert "actor_cores" not in shared
+
+
+@pytest.mark.parametrize("wait", ["event", "mp_event"])
+def test_learners_woken_by_the_actor_train_and_the_waking_is_timed(wait: str) -> None:
+    metrics = run(Probe(), backend="processes", wait=wait, throttle=True, **TINY)
+    assert metrics["updates"] > 0 and 0 < metrics["replay_ratio"] <= 1.0
+    assert 0 <= metrics["wake_s"] <= metrics["work_wall_s"]
+    assert 0 <= metrics["wake_share"] <= 1
+
+
+def test_a_doorbell_rung_before_the_wait_is_not_lost() -> None:
+    from suites.actor_learner.doorbell import Doorbell
+
+    bell = Doorbell(mp.get_context("fork"))
+    assert bell.wait(0.01) is False
+    bell.ring()
+    bell.ring()
+    assert bell.wait(0.01) is True  # rung while the waiter was busy: returns at once
+    assert bell.wait(0.01) is False  # and the piled-up rings were swallowed
