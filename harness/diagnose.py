@@ -7,7 +7,7 @@ numbers and one line naming the remedy. What each rule reads:
 
 - LOST_WORK (error): `work_requested`, `work_done` of cells that finished ok.
 - DRIFT (warning): `<rate>_drift_pct_per_min` and `<rate>_drift_se` (probe, from the 1 s
-  series); slope < -2 %/min and |slope| > 2 se in most repeats, over a measured window
+  series; the se also from 10 s block means, so a machine that wanders is not a drift); slope < -2 %/min and |slope| > 2 se in most repeats, over a measured window
   (`measure_s`) of >= 10 s. Duration-mode cells only: a fixed-work run ends with its
   slowest workers finishing alone, a ramp-down by construction.
 - GPU_IDLE (warning): param `device` starting with "cuda"; `gpu_util_mean`, `gpu_pids`,

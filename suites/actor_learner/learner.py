@@ -132,6 +132,13 @@ def learner_main(
                 continue
             trainer.step()
             consumed += batch_size
+        if throttle:
+            # the data collected entitles a throttled learner to one step per batch_size
+            # transitions: take the ones still owed, so a run's training does not depend on
+            # how far behind the learner was when the actor finished
+            while ring.written >= batch_size and ring.written - consumed >= batch_size:
+                trainer.step()
+                consumed += batch_size
         trainer.publish()  # the actor evaluates what the learner ended with
     finally:
         row[ALIVE_S] = time.perf_counter() - started

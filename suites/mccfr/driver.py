@@ -68,7 +68,8 @@ def run_mccfr(params: Any, probe: Probe) -> None:
         )
     probe.log(
         f"mccfr: {spec.name}, {game.num_infosets} information sets, {game.num_nodes} betting nodes, "
-        f"backend={params.backend} workers={pool} sync={params.sync} batch_size={params.batch_size}"
+        f"backend={params.backend} workers={pool} sync={params.sync} batch_size={params.batch_size} "
+        f"staleness={params.staleness}"
     )
     backend = BACKENDS[params.backend](game, pool, params.sync, params.seed, params.start_method)
     syncs = params.backend != "sequential"

@@ -28,3 +28,21 @@ def test_degenerate_inputs():
     assert single["low"] == single["high"] == pytest.approx(1.5)
     assert drift_pct_per_min([0, 1], [1, 2]) is None
     assert summarize([1.0, 3.0, float("nan")])["median"] == 2.0
+
+
+def test_drift_error_widens_for_autocorrelated_rates():
+    """A machine that wanders slowly (AR(1) noise, no trend) must not look like a drift."""
+    from scipy.stats import linregress
+
+    rng = np.random.default_rng(0)
+    t = np.arange(300.0)
+    wander = np.zeros(t.size)
+    for i in range(1, t.size):
+        wander[i] = 0.9 * wander[i - 1] + rng.normal(0, 2.0)
+    rates = 100.0 + wander
+    slope, se = drift_pct_per_min(t, rates)
+    plain = linregress(t, rates).stderr * 6000 / rates.mean()
+    assert se > 2 * plain
+    independent = 100.0 + rng.normal(0, 5.0, t.size)
+    _, se_independent = drift_pct_per_min(t, independent)
+    assert se_independent < 1.6 * linregress(t, independent).stderr * 6000 / independent.mean()

