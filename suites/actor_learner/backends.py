@@ -22,7 +22,7 @@ from harness.probe import Probe
 from suites.actor_learner import layout
 from suites.actor_learner import learner as L
 from suites.actor_learner.actor import Actor
-from suites.actor_learner.doorbell import Doorbell
+from suites.actor_learner.doorbell import bell
 from suites.actor_learner.params import Params
 from suites.actor_learner.replay import ReplayRing
 from suites.actor_learner.weights import WeightBoard
@@ -121,13 +121,6 @@ def sequential(params: Params, plan: Any, probe: Probe) -> Result:
     return Result(actor, stats, time.perf_counter() - started, time.process_time() - cpu_started)
 
 
-def _wake(bell: Any) -> None:
-    if isinstance(bell, Doorbell):
-        bell.ring()
-    else:
-        bell.set()  # multiprocessing.Event: blocks until every sleeping learner woke
-
-
 def _cores(placement: str) -> tuple[set[int], set[int]] | None:
     """(actor's cores, learners' cores) for `actor_core` placement, None when there is
     nothing to place: `shared`, or fewer than two cores allowed to this process."""
@@ -145,7 +138,7 @@ def processes(params: Params, plan: Any, probe: Probe) -> Result:
     board, stats, rings, _ = _setup(params, plan.agents, ctx)
     actor = Actor(params, board, stats.column(L.UPDATES), params.seed)
     funnel = Funnel(probe, stats)
-    data_ready = [ctx.Event() if params.wait == "mp_event" else Doorbell(ctx) for _ in range(plan.agents)]
+    data_ready = [bell(params.wait, ctx) for _ in range(plan.agents)]
     stop = ctx.Event()
     workers = [
         ctx.Process(
@@ -177,15 +170,15 @@ def processes(params: Params, plan: Any, probe: Probe) -> Result:
             if signal:
                 wake_started = time.perf_counter()
                 for agent in np.flatnonzero(taken):
-                    _wake(data_ready[agent])
+                    data_ready[agent].ring()
                 wake_s += time.perf_counter() - wake_started
             for agent, worker in enumerate(workers):
                 if worker.exitcode is not None:
                     raise RuntimeError(f"learner {agent} exited early with code {worker.exitcode}")
             funnel.flush()
         stop.set()
-        for bell in data_ready:
-            _wake(bell)
+        for ringer in data_ready:
+            ringer.ring()
         for agent, worker in enumerate(workers):
             worker.join(30)
             if worker.exitcode != 0:
@@ -194,8 +187,8 @@ def processes(params: Params, plan: Any, probe: Probe) -> Result:
         if main_cores is not None:
             os.sched_setaffinity(0, main_cores)
         stop.set()
-        for bell in data_ready:
-            _wake(bell)
+        for ringer in data_ready:
+            ringer.ring()
         for worker in workers:
             if worker.pid is not None:
                 worker.join(5)

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from suites.actor_learner.doorbell import Doorbell
 from suites.actor_learner.replay import ReplayRing
 from suites.actor_learner.weights import WeightBoard
 
@@ -120,13 +119,8 @@ def learner_main(
                 while not ready() and not stop.is_set():
                     if poll:
                         time.sleep(0.001)
-                    elif isinstance(data_ready, Doorbell):
-                        data_ready.wait(0.1)  # rings are counted: one after ready() is not lost
                     else:
-                        data_ready.clear()  # clear, then re-check: a set() in between is not lost
-                        if ready():
-                            break
-                        data_ready.wait(0.1)
+                        data_ready.wait(0.1, ready)
                 row[WAIT_S] += time.perf_counter() - wait_started
                 row[WAIT_CPU_S] += time.process_time() - wait_cpu
                 continue

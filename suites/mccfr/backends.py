@@ -51,7 +51,6 @@ class Merger:
     def __init__(self, regret: np.ndarray, avg: np.ndarray, sync: str) -> None:
         self.regret = regret
         self.avg = avg
-        self.sync = sync
         self.slot = np.zeros(regret.shape[0], np.int64) if sync != "shared" else None
 
     def merge(self, replies: list[Reply], batch: int) -> Update | None:

@@ -136,3 +136,14 @@ def test_a_doorbell_rung_before_the_wait_is_not_lost() -> None:
     bell.ring()
     assert bell.wait(0.01) is True  # rung while the waiter was busy: returns at once
     assert bell.wait(0.01) is False  # and the piled-up rings were swallowed
+
+
+def test_an_event_bell_rechecks_readiness_after_clearing() -> None:
+    from suites.actor_learner.doorbell import EventBell
+
+    bell = EventBell(mp.get_context("fork"))
+    bell.ring()
+    # a ring before the wait is cleared, so only the re-check of readiness can return at once
+    assert bell.wait(0.01, lambda: True) is True
+    bell.ring()
+    assert bell.wait(0.01, lambda: False) is False
