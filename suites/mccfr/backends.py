@@ -73,17 +73,18 @@ class Merger:
 
 
 class InFlight:
-    """The batches a pool has been handed and not yet merged, oldest first, and the update
-    of the last merged batch, which goes out with the next submit."""
+    """The batches a pool has been handed and not yet merged, oldest first, and the merged
+    updates no worker has been sent yet, which all go out with the next submit (in the
+    driver's loop that is one; more if a caller collects twice in a row)."""
 
     def __init__(self, merger: Merger) -> None:
         self.merger = merger
         self.batches: deque[tuple[int, list[int], Any]] = deque()
-        self.pending: Update | None = None
+        self.pending: list[Update] = []
 
-    def outgoing(self) -> Update | None:
-        update, self.pending = self.pending, None
-        return update
+    def outgoing(self) -> list[Update]:
+        updates, self.pending = self.pending, []
+        return updates
 
     def add(self, batch: int, shares: list[int], handles: Any) -> None:
         self.batches.append((batch, shares, handles))
@@ -95,7 +96,9 @@ class InFlight:
 
     def merge(self, batch: int, shares: list[int], replies: list[Reply], update_out_bytes: int) -> BatchResult:
         started = time.perf_counter()
-        self.pending = self.merger.merge(replies, batch)
+        update = self.merger.merge(replies, batch)
+        if update is not None:
+            self.pending.append(update)
         merge_s = time.perf_counter() - started
         return _result(shares, replies, sum(r.payload_bytes for r in replies) + update_out_bytes, merge_s)
 
@@ -177,18 +180,18 @@ class ThreadsBackend:
         _kernel_warmup(self.game)
         self.threads = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"mccfr-{w}") for w in range(self.workers)]
 
-    def _step(self, w: int, iterations: int, batch: int, update: Update | None) -> Reply:
+    def _step(self, w: int, iterations: int, batch: int, updates: list[Update]) -> Reply:
         state = self.states[w]
-        state.apply(update)
+        state.apply(updates)
         return state.run(iterations, (self.seed, batch, w), batch)
 
     def submit(self, shares: list[int], batch: int) -> None:
-        update = self.flight.outgoing()
-        futures = [self.threads[w].submit(self._step, w, n, batch, update) for w, n in enumerate(shares)]
-        if update is not None:
+        updates = self.flight.outgoing()
+        futures = [self.threads[w].submit(self._step, w, n, batch, updates) for w, n in enumerate(shares)]
+        if updates:
             for w in range(len(shares), self.workers):
-                self.threads[w].submit(self.states[w].apply, update)
-        self.flight.add(batch, shares, (futures, update_bytes(update) * self.workers))
+                self.threads[w].submit(self.states[w].apply, updates)
+        self.flight.add(batch, shares, (futures, update_bytes(updates) * self.workers))
 
     def collect(self) -> BatchResult:
         batch, shares, (futures, moved) = self.flight.oldest()
@@ -274,13 +277,13 @@ class ProcessesBackend:
             raise RuntimeError(f"mccfr worker {w} died (exit code {code})") from None
 
     def submit(self, shares: list[int], batch: int) -> None:
-        update = self.flight.outgoing()
+        updates = self.flight.outgoing()
         for w, orders in enumerate(self.orders):
             if w < len(shares):
-                orders.send(("run", shares[w], (self.seed, batch, w), batch, update))
-            elif update is not None:
-                orders.send(("apply", update))
-        self.flight.add(batch, shares, update_bytes(update) * len(self.orders))
+                orders.send(("run", shares[w], (self.seed, batch, w), batch, updates))
+            elif updates:
+                orders.send(("apply", updates))
+        self.flight.add(batch, shares, update_bytes(updates) * len(self.orders))
 
     def collect(self) -> BatchResult:
         batch, shares, moved = self.flight.oldest()

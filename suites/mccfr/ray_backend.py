@@ -37,12 +37,12 @@ class TableWorker:
         self.state.run(0, (0,))
         return "torch" in sys.modules
 
-    def run(self, iterations: int, key: tuple[int, ...], batch: int, update: Update | None) -> Reply:
-        self.state.apply(update)
+    def run(self, iterations: int, key: tuple[int, ...], batch: int, updates: list[Update]) -> Reply:
+        self.state.apply(updates)
         return self.state.run(iterations, key, batch)
 
-    def apply(self, update: Update | None) -> None:
-        self.state.apply(update)
+    def apply(self, updates: list[Update]) -> None:
+        self.state.apply(updates)
 
 
 class RayBackend:
@@ -86,12 +86,12 @@ class RayBackend:
 
     def submit(self, shares: list[int], batch: int) -> None:
         ray = self.ray
-        update = self.flight.outgoing()
+        updates = self.flight.outgoing()
         # one copy into the object store; every actor gets the same reference
-        ref = ray.put(update) if update is not None else None
+        ref = ray.put(updates)
         runs = [self.actors[w].run.remote(n, (self.seed, batch, w), batch, ref) for w, n in enumerate(shares)]
-        applies = [a.apply.remote(ref) for a in self.actors[len(shares) :]] if ref is not None else []
-        self.flight.add(batch, shares, (runs, applies, update_bytes(update)))
+        applies = [a.apply.remote(ref) for a in self.actors[len(shares) :]] if updates else []
+        self.flight.add(batch, shares, (runs, applies, update_bytes(updates)))
 
     def collect(self) -> Any:
         batch, shares, (runs, applies, moved) = self.flight.oldest()

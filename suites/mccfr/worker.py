@@ -12,7 +12,7 @@ it has just finished (the `staleness` knob):
   rows touched in this batch, under `full` every row the worker has ever touched (the
   naive "send the whole state" design, whose payload grows as the solver discovers
   information sets), under `shared` none (the tables are shared in place).
-- `apply(update)` adds the merged change of one earlier batch (every worker's, summed in
+- `apply(updates)` adds, for each earlier batch merged since, the merged change (every worker's, summed in
   worker order by the main process) minus this worker's own part of it, which its tables
   already hold. With staleness s, batch b starts after the update of batch b-1-s: s=0 is
   a barrier (every worker starts from the global tables), s=1 lets the workers compute
@@ -25,6 +25,7 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -61,8 +62,8 @@ class Reply(NamedTuple):
         return sum(a.nbytes for a in (self.rows, self.regret, self.avg) if a is not None)
 
 
-def update_bytes(update: Update | None) -> int:
-    return 0 if update is None else update.nbytes
+def update_bytes(updates: Sequence[Update]) -> int:
+    return sum(update.nbytes for update in updates)
 
 
 def new_tables(num_infosets: int) -> tuple[np.ndarray, np.ndarray]:
@@ -123,8 +124,14 @@ class WorkerState:
             self.own[batch] = (rows, d_regret, d_avg)
         return Reply(iterations, nodes, count, compute_s, rows, d_regret, d_avg)
 
-    def apply(self, update: Update | None) -> None:
-        if update is None or self.base_regret is None or self.base_avg is None:
+    def apply(self, updates: Sequence[Update]) -> None:
+        """Apply merged updates in batch order (normally one: the last merge since this
+        worker's previous batch)."""
+        for update in updates:
+            self._apply_one(update)
+
+    def _apply_one(self, update: Update) -> None:
+        if self.base_regret is None or self.base_avg is None:
             return
         # own rows are a subset of the update's rows
         own = self.own.pop(update.batch, None) or empty_rows(MAX_ACTIONS)
@@ -161,8 +168,8 @@ def _receive_into(inbox: Any, messages: queue.SimpleQueue) -> None:
 def process_main(inbox: Any, outbox: Any, game: FlatGame, sync: str, shared_names: tuple[str, str] | None) -> None:
     """Entry point of a worker process: serve `run`/`apply` messages until `stop` or EOF.
 
-    Messages in: ("run", iterations, key, batch, update | None) -> Reply out;
-    ("apply", update); ("stop",). The first message out is ("ready", torch_loaded) so the
+    Messages in: ("run", iterations, key, batch, updates) -> Reply out; ("apply", updates);
+    ("stop",). The first message out is ("ready", torch_loaded) so the
     main process can check that no worker carries torch.
     """
     blocks: tuple[Any, ...] = ()
@@ -183,8 +190,8 @@ def process_main(inbox: Any, outbox: Any, game: FlatGame, sync: str, shared_name
             if kind == "apply":
                 state.apply(message[1])
             elif kind == "run":
-                _, iterations, key, batch, update = message
-                state.apply(update)
+                _, iterations, key, batch, updates = message
+                state.apply(updates)
                 outbox.send(state.run(iterations, key, batch))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass

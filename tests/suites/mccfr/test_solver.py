@@ -114,6 +114,7 @@ def test_workers_hold_the_global_tables_after_the_last_update(sync):
             b.submit(shares, batch)
             b.collect()
         last = b.flight.outgoing()
+        assert len(last) == 1
         for state in b.states:
             state.apply(last)
             np.testing.assert_allclose(state.regret, b.regret, rtol=0, atol=1e-9)
@@ -136,3 +137,25 @@ def test_delta_full_shared_follow_the_same_trend():
         assert late < early, sync
         assert late <= 0.8, sync
         assert abs(late - curves["delta"][1]) < 0.25, (sync, curves)
+
+
+def test_updates_merged_back_to_back_all_reach_the_workers():
+    """Two collects with no submit between them queue two updates; the next submit sends
+    both, so the workers still end with the global tables."""
+    b = BACKENDS["threads"](flatten(leduc()), 2, "delta", 0, "fork")
+    try:
+        b.start()
+        b.submit([50, 50], 0)
+        b.submit([50, 50], 1)
+        b.collect()
+        b.collect()
+        assert len(b.flight.pending) == 2
+        b.submit([50, 50], 2)
+        b.collect()
+        last = b.flight.outgoing()
+        for state in b.states:
+            state.apply(last)
+            np.testing.assert_allclose(state.regret, b.regret, rtol=0, atol=1e-9)
+            assert state.own == {}
+    finally:
+        b.close()
