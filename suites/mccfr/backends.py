@@ -28,7 +28,7 @@ import numpy as np
 
 from suites.mccfr.games import MAX_ACTIONS, FlatGame
 from suites.mccfr.solver import NUM_STATS, run_iterations, seed_state
-from suites.mccfr.sync_kernels import apply_update, empty_rows, merge_changes, take_changes
+from suites.mccfr.sync_kernels import apply_update, empty_rows, merge_changes, sorted_rows, take_changes
 from suites.mccfr.worker import Reply, Update, WorkerState, new_tables, process_main, update_bytes
 
 
@@ -128,6 +128,7 @@ def _kernel_warmup(game: FlatGame) -> None:
     take_changes(rows, regret, avg, regret, avg, d_regret, d_avg)
     apply_update(rows, d_regret, d_avg, rows, d_regret, d_avg, regret, avg, regret, avg)
     merge_changes(rows, d_regret, d_avg, regret, avg, np.zeros(n, np.int64), rows, d_regret, d_avg)
+    sorted_rows(np.zeros(n, np.uint8), rows, 0, rows)
 
 
 class SequentialBackend:

@@ -8,13 +8,14 @@ The protocol is additive, so that a worker never has to wait for the merge of th
 it has just finished (the `staleness` knob):
 
 - `run(iterations, key, batch)` runs the kernel on the local tables and returns a `Reply`
-  with the worker's *change* over the batch on the rows it reports: under `delta` the
-  rows touched in this batch, under `full` every row the worker has ever touched (the
-  naive "send the whole state" design, whose payload grows as the solver discovers
-  information sets), under `shared` none (the tables are shared in place).
-- `apply(updates)` adds, for each earlier batch merged since, the merged change (every worker's, summed in
-  worker order by the main process) minus this worker's own part of it, which its tables
-  already hold. With staleness s, batch b starts after the update of batch b-1-s: s=0 is
+  with the worker's *change* over the batch on the rows it reports, in ascending row
+  order (sync_kernels.py says why): under `delta` the rows touched in this batch, under
+  `full` every row the worker has ever touched (the naive "send the whole state" design,
+  whose payload grows as the solver discovers information sets), under `shared` none
+  (the tables are shared in place).
+- `apply(updates)` adds, for each earlier batch merged since, the merged change (every
+  worker's, summed in worker order by the main process) minus this worker's own part of
+  it, which its tables already hold. With staleness s, batch b starts after the update of batch b-1-s: s=0 is
   a barrier (every worker starts from the global tables), s=1 lets the workers compute
   batch b while the main process merges batch b-1.
 """
@@ -32,7 +33,7 @@ import numpy as np
 
 from suites.mccfr.games import MAX_ACTIONS, FlatGame
 from suites.mccfr.solver import NUM_STATS, TOUCHED, run_iterations, seed_state
-from suites.mccfr.sync_kernels import apply_update, empty_rows, take_changes
+from suites.mccfr.sync_kernels import apply_update, empty_rows, sorted_rows, take_changes
 
 
 class Update(NamedTuple):
@@ -85,8 +86,6 @@ class WorkerState:
         self.touched_list = np.zeros(n, dtype=np.int64)
         self.stats = np.zeros(NUM_STATS, dtype=np.int64)
         self.seen = np.zeros(n, dtype=np.uint8)
-        self.seen_list = np.zeros(n, dtype=np.int64)
-        self.seen_count = 0
         reports = sync in ("delta", "full")
         self.base_regret = regret.copy() if reports else None
         self.base_avg = avg.copy() if reports else None
@@ -104,19 +103,15 @@ class WorkerState:
         )  # fmt: skip
         compute_s = time.perf_counter() - started
         count = int(self.stats[TOUCHED])
-        touched = self.touched_list[:count].copy()
-        self.touched[touched] = 0
         nodes = int(self.stats[0])
         if self.base_regret is None or self.base_avg is None:
+            self.touched[self.touched_list[:count]] = 0
             return Reply(iterations, nodes, count, compute_s, None, None, None)
+        rows = np.empty(count, dtype=np.int64)
+        sorted_rows(self.touched, self.touched_list, count, rows)
         if self.sync == "full":
-            fresh = touched[self.seen[touched] == 0]
-            self.seen[fresh] = 1
-            self.seen_list[self.seen_count : self.seen_count + fresh.size] = fresh
-            self.seen_count += fresh.size
-            rows = self.seen_list[: self.seen_count].copy()
-        else:
-            rows = touched
+            self.seen[rows] = 1
+            rows = np.flatnonzero(self.seen)
         d_regret = np.empty((rows.size, MAX_ACTIONS))
         d_avg = np.empty((rows.size, MAX_ACTIONS))
         take_changes(rows, self.regret, self.avg, self.base_regret, self.base_avg, d_regret, d_avg)
