@@ -22,14 +22,16 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from multiprocessing import resource_tracker
 from typing import Any
 
 import numpy as np
 
 from suites.mccfr.games import MAX_ACTIONS, FlatGame
+from suites.mccfr.shared_rows import BlockPool, BlockRef
 from suites.mccfr.solver import NUM_STATS, run_iterations, seed_state
 from suites.mccfr.sync_kernels import apply_update, empty_rows, merge_changes, sorted_rows, take_changes
-from suites.mccfr.worker import Reply, Update, WorkerState, new_tables, process_main, update_bytes
+from suites.mccfr.worker import Reply, Shipped, Update, WorkerState, new_tables, process_main, update_bytes
 
 
 @dataclass
@@ -46,30 +48,36 @@ class BatchResult:
 class Merger:
     """The main process's side of delta/full sync: sum the workers' changes of one batch
     (in worker order), add the sum to the global tables, and return it as the update every
-    worker applies."""
+    worker applies. `out(batch, rows)` supplies the update's arrays, at least `rows` long
+    (the processes backend hands out shared-memory blocks, so the update is written once,
+    where every worker reads it)."""
 
-    def __init__(self, regret: np.ndarray, avg: np.ndarray, sync: str) -> None:
+    def __init__(self, regret: np.ndarray, avg: np.ndarray, sync: str, out: Any = None) -> None:
         self.regret = regret
         self.avg = avg
         self.slot = np.zeros(regret.shape[0], np.int64) if sync != "shared" else None
+        self.out = out or _new_rows
 
     def merge(self, replies: list[Reply], batch: int) -> Update | None:
         if self.slot is None:
             return None
         reported = [r for r in replies if r.rows is not None and r.rows.size]
         if not reported:
-            return Update(batch, *empty_rows(MAX_ACTIONS))
+            union, sum_regret, sum_avg = self.out(batch, 0)
+            return Update(batch, union[:0], sum_regret[:0], sum_avg[:0])
         if len(reported) == 1:
             rows, d_regret, d_avg = reported[0].rows, reported[0].regret, reported[0].avg
         else:
             rows = np.concatenate([r.rows for r in reported])
             d_regret = np.concatenate([r.regret for r in reported])
             d_avg = np.concatenate([r.avg for r in reported])
-        union = np.empty(rows.size, np.int64)
-        sum_regret = np.empty((rows.size, MAX_ACTIONS))
-        sum_avg = np.empty((rows.size, MAX_ACTIONS))
+        union, sum_regret, sum_avg = self.out(batch, rows.size)
         count = merge_changes(rows, d_regret, d_avg, self.regret, self.avg, self.slot, union, sum_regret, sum_avg)
         return Update(batch, union[:count], sum_regret[:count], sum_avg[:count])
+
+
+def _new_rows(batch: int, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return np.empty(rows, np.int64), np.empty((rows, MAX_ACTIONS)), np.empty((rows, MAX_ACTIONS))
 
 
 class InFlight:
@@ -217,7 +225,12 @@ def choose_start_method(requested: str) -> str:
 
 class ProcessesBackend:
     """A persistent pool of worker processes, a pipe each way per worker; sync delta, full
-    or shared."""
+    or shared. Under delta and full the pipes carry orders and block names, and the rows
+    travel through shared memory (shared_rows.py): each run order names a free block for
+    the worker's reply, which goes back to the pool once merged; each merged update is
+    written once into a block that every worker reads, which goes back to the pool once
+    every worker has answered a run order sent after it (it has applied the update by
+    then: a worker serves its orders in sequence)."""
 
     def __init__(self, game: FlatGame, workers: int, sync: str, seed: int, start_method: str) -> None:
         self.game = game
@@ -226,6 +239,7 @@ class ProcessesBackend:
         self.workers = workers
         self.start_method = choose_start_method(start_method)
         self.blocks: list[Any] = []
+        self.rows: BlockPool | None = None
         if sync == "shared":
             from multiprocessing import shared_memory
 
@@ -238,17 +252,33 @@ class ProcessesBackend:
             self.avg[:] = 0.0
         else:
             self.regret, self.avg = new_tables(game.num_infosets)
-        self.flight = InFlight(Merger(self.regret, self.avg, sync))
+            self.rows = BlockPool(game.num_infosets)
+        self.flight = InFlight(Merger(self.regret, self.avg, sync, out=self._update_rows))
+        self.update_blocks: dict[int, str] = {}  # update batch -> its block
+        self.unapplied: dict[int, int] = {}  # update batch -> workers yet to confirm it
+        self.orders_out: list[deque[tuple[bool, list[int]]]] = []  # per worker: (is run, updates)
         self.procs: list[Any] = []
         self.orders: list[Any] = []  # main -> worker
         self.replies: list[Any] = []  # worker -> main
         self.workers_started = 0
         self.torch_in_workers = 0
 
+    def _update_rows(self, batch: int, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.rows is None:
+            return _new_rows(batch, rows)
+        block = self.rows.take()
+        self.update_blocks[batch] = block.name
+        return block.rows, block.regret, block.avg
+
     def start(self) -> None:
         ctx = mp.get_context(self.start_method)
         if self.start_method == "fork":
             _kernel_warmup(self.game)
+        # the row blocks are created after the fork, and a worker that attaches one
+        # registers it with the resource tracker: it must be this process's tracker (the
+        # workers inherit it), not one a worker starts for itself and which would unlink
+        # the block when that worker exits
+        resource_tracker.ensure_running()
         names = tuple(b.name for b in self.blocks) if self.blocks else None
         for w in range(self.workers):
             inbox, orders = ctx.Pipe(duplex=False)
@@ -265,6 +295,7 @@ class ProcessesBackend:
             self.procs.append(proc)
             self.orders.append(orders)
             self.replies.append(replies)
+            self.orders_out.append(deque())
         for w in range(len(self.procs)):
             message = self._recv(w)
             self.torch_in_workers += bool(message[1])
@@ -277,19 +308,56 @@ class ProcessesBackend:
             code = self.procs[w].exitcode
             raise RuntimeError(f"mccfr worker {w} died (exit code {code})") from None
 
+    def _ship(self, update: Update) -> Update | Shipped:
+        name = self.update_blocks.get(update.batch)
+        if name is None:
+            return update
+        self.unapplied[update.batch] = len(self.orders)
+        return Shipped(update.batch, BlockRef(name, update.rows.size))
+
     def submit(self, shares: list[int], batch: int) -> None:
         updates = self.flight.outgoing()
+        shipped = [self._ship(update) for update in updates]
+        sent = [update.batch for update in updates if update.batch in self.unapplied]
+        reply_blocks: list[str | None] = []
         for w, orders in enumerate(self.orders):
             if w < len(shares):
-                orders.send(("run", shares[w], (self.seed, batch, w), batch, updates))
+                reply_to = self.rows.take().name if self.rows is not None else None
+                reply_blocks.append(reply_to)
+                orders.send(("run", shares[w], (self.seed, batch, w), batch, shipped, reply_to))
+                self.orders_out[w].append((True, sent))
             elif updates:
-                orders.send(("apply", updates))
-        self.flight.add(batch, shares, update_bytes(updates) * len(self.orders))
+                orders.send(("apply", shipped))
+                self.orders_out[w].append((False, sent))
+        self.flight.add(batch, shares, (update_bytes(updates) * len(self.orders), reply_blocks))
+
+    def _received(self, w: int, message: tuple[Reply, BlockRef | None]) -> Reply:
+        """The worker's reply with its rows in place, and the updates it has now applied."""
+        reply, ref = message
+        orders_out = self.orders_out[w]
+        while orders_out:
+            is_run, sent = orders_out.popleft()
+            for update_batch in sent:
+                self.unapplied[update_batch] -= 1
+                if not self.unapplied[update_batch]:
+                    del self.unapplied[update_batch]
+                    self.rows.give(self.update_blocks.pop(update_batch))  # type: ignore[union-attr]
+            if is_run:
+                break
+        if ref is None or self.rows is None:
+            return reply
+        rows, regret, avg = self.rows[ref.name].view(ref.count)
+        return reply._replace(rows=rows, regret=regret, avg=avg)
 
     def collect(self) -> BatchResult:
-        batch, shares, moved = self.flight.oldest()
-        replies = [self._recv(w) for w in range(len(shares))]
-        return self.flight.merge(batch, shares, replies, moved)
+        batch, shares, (moved, reply_blocks) = self.flight.oldest()
+        replies = [self._received(w, self._recv(w)) for w in range(len(shares))]
+        result = self.flight.merge(batch, shares, replies, moved)
+        del replies  # views into the reply blocks, which go back to the pool
+        if self.rows is not None:
+            for name in reply_blocks:
+                self.rows.give(name)
+        return result
 
     def close(self) -> None:
         for orders in self.orders:
@@ -311,6 +379,8 @@ class ProcessesBackend:
             conn.close()
         self.regret = self.avg = None  # type: ignore[assignment]
         self.flight = None  # type: ignore[assignment]
+        if self.rows is not None:
+            self.rows.close()
         for block in self.blocks:
             try:
                 block.close()

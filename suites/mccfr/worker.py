@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from suites.mccfr.games import MAX_ACTIONS, FlatGame
+from suites.mccfr.shared_rows import Attached, BlockRef
 from suites.mccfr.solver import NUM_STATS, TOUCHED, run_iterations, seed_state
 from suites.mccfr.sync_kernels import apply_update, empty_rows, sorted_rows, take_changes
 
@@ -47,6 +48,13 @@ class Update(NamedTuple):
     @property
     def nbytes(self) -> int:
         return self.rows.nbytes + self.regret.nbytes + self.avg.nbytes
+
+
+class Shipped(NamedTuple):
+    """An update as the processes backend sends it: the block that holds its rows."""
+
+    batch: int
+    ref: BlockRef
 
 
 class Reply(NamedTuple):
@@ -160,14 +168,29 @@ def _receive_into(inbox: Any, messages: queue.SimpleQueue) -> None:
         messages.put(("stop",))
 
 
+def _unpacked(updates: Sequence[Update | Shipped], attached: Attached) -> list[Update]:
+    return [Update(u.batch, *attached[u.ref.name].view(u.ref.count)) if isinstance(u, Shipped) else u for u in updates]
+
+
+def _packed(reply: Reply, reply_to: str | None, attached: Attached) -> tuple[Reply, BlockRef | None]:
+    """The reply as it crosses the pipe: its rows written into the block the order named."""
+    if reply_to is None or reply.rows is None:
+        return reply, None
+    ref = attached[reply_to].write(reply.rows, reply.regret, reply.avg)
+    return reply._replace(rows=None, regret=None, avg=None), ref
+
+
 def process_main(inbox: Any, outbox: Any, game: FlatGame, sync: str, shared_names: tuple[str, str] | None) -> None:
     """Entry point of a worker process: serve `run`/`apply` messages until `stop` or EOF.
 
-    Messages in: ("run", iterations, key, batch, updates) -> Reply out; ("apply", updates);
-    ("stop",). The first message out is ("ready", torch_loaded) so the
-    main process can check that no worker carries torch.
+    Messages in: ("run", iterations, key, batch, updates, reply_block) -> (Reply, BlockRef)
+    out; ("apply", updates); ("stop",). Updates come as `Shipped` block references, the
+    reply's rows go into the named block (backends.ProcessesBackend owns the blocks). The
+    first message out is ("ready", torch_loaded) so the main process can check that no
+    worker carries torch.
     """
     blocks: tuple[Any, ...] = ()
+    attached = Attached(game.num_infosets)
     try:
         if shared_names is not None:
             *blocks, regret, avg = _attach_shared(shared_names, (game.num_infosets, MAX_ACTIONS))
@@ -183,15 +206,16 @@ def process_main(inbox: Any, outbox: Any, game: FlatGame, sync: str, shared_name
             if kind == "stop":
                 break
             if kind == "apply":
-                state.apply(message[1])
+                state.apply(_unpacked(message[1], attached))
             elif kind == "run":
-                _, iterations, key, batch, updates = message
-                state.apply(updates)
-                outbox.send(state.run(iterations, key, batch))
+                _, iterations, key, batch, updates, reply_to = message
+                state.apply(_unpacked(updates, attached))
+                outbox.send(_packed(state.run(iterations, key, batch), reply_to, attached))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass
     finally:
         state = regret = avg = None  # type: ignore[assignment]  # drop views before closing
+        attached.close()
         for block in blocks:
             try:
                 block.close()

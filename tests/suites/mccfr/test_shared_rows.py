@@ -1,0 +1,54 @@
+"""The processes backend's rows travel through shared-memory blocks it recycles and unlinks."""
+
+from multiprocessing import shared_memory
+
+import numpy as np
+import pytest
+
+from suites.mccfr.backends import BACKENDS
+from suites.mccfr.games import flatten, leduc
+from suites.mccfr.shared_rows import BlockPool
+
+
+def test_blocks_are_recycled_not_grown_and_unlinked_at_close():
+    game = flatten(leduc())
+    b = BACKENDS["processes"](game, 2, "delta", 0, "fork")
+    try:
+        b.start()
+        b.submit([50, 50], 0)
+        held_after = {}
+        for batch in range(1, 40):
+            b.submit([50, 50], batch)  # two batches in flight: staleness 1
+            b.collect()
+            held_after[batch] = len(b.rows.blocks)
+        b.submit([50], 40)  # worker 1 idles: it is only sent the update
+        b.collect()
+        b.collect()
+        names = list(b.rows.blocks)
+        # 2 workers x 2 batches of replies, plus the updates not yet applied everywhere
+        assert held_after[39] == held_after[10] <= 8
+        assert np.abs(b.avg).sum() > 0
+    finally:
+        b.close()
+    for name in names:
+        with pytest.raises(FileNotFoundError):
+            shared_memory.SharedMemory(name=name)
+
+
+def test_a_block_holds_a_reply_of_every_row():
+    pool = BlockPool(capacity=5)
+    try:
+        block = pool.take()
+        rows = np.arange(5)
+        regret = np.arange(15.0).reshape(5, 3)
+        ref = block.write(rows, regret, -regret)
+        assert ref.count == 5
+        got_rows, got_regret, got_avg = pool[ref.name].view(ref.count)
+        np.testing.assert_array_equal(got_rows, rows)
+        np.testing.assert_array_equal(got_regret, regret)
+        np.testing.assert_array_equal(got_avg, -regret)
+        pool.give(ref.name)
+        assert pool.take() is block  # handed out again, not a new block
+    finally:
+        del got_rows, got_regret, got_avg
+        pool.close()
