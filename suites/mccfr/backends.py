@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from suites.mccfr.games import MAX_ACTIONS, FlatGame
-from suites.mccfr.shared_rows import BlockPool, BlockRef
+from suites.mccfr.shared_rows import BlockPool, BlockRef, Deliveries
 from suites.mccfr.solver import NUM_STATS, run_iterations, seed_state
 from suites.mccfr.sync_kernels import apply_update, empty_rows, merge_changes, sorted_rows, take_changes
 from suites.mccfr.worker import Reply, Shipped, Update, WorkerState, new_tables, process_main, update_bytes
@@ -228,9 +228,7 @@ class ProcessesBackend:
     or shared. Under delta and full the pipes carry orders and block names, and the rows
     travel through shared memory (shared_rows.py): each run order names a free block for
     the worker's reply, which goes back to the pool once merged; each merged update is
-    written once into a block that every worker reads, which goes back to the pool once
-    every worker has answered a run order sent after it (it has applied the update by
-    then: a worker serves its orders in sequence)."""
+    written once into a block every worker reads (`Deliveries` says when it is free)."""
 
     def __init__(self, game: FlatGame, workers: int, sync: str, seed: int, start_method: str) -> None:
         self.game = game
@@ -239,7 +237,8 @@ class ProcessesBackend:
         self.workers = workers
         self.start_method = choose_start_method(start_method)
         self.blocks: list[Any] = []
-        self.rows: BlockPool | None = None
+        self.rows: BlockPool | None = None  # delta and full: the blocks replies and updates travel in
+        self.deliveries: Deliveries | None = None
         if sync == "shared":
             from multiprocessing import shared_memory
 
@@ -253,10 +252,8 @@ class ProcessesBackend:
         else:
             self.regret, self.avg = new_tables(game.num_infosets)
             self.rows = BlockPool(game.num_infosets)
+            self.deliveries = Deliveries(self.rows, workers)
         self.flight = InFlight(Merger(self.regret, self.avg, sync, out=self._update_rows))
-        self.update_blocks: dict[int, str] = {}  # update batch -> its block
-        self.unapplied: dict[int, int] = {}  # update batch -> workers yet to confirm it
-        self.orders_out: list[deque[tuple[bool, list[int]]]] = []  # per worker: (is run, updates)
         self.procs: list[Any] = []
         self.orders: list[Any] = []  # main -> worker
         self.replies: list[Any] = []  # worker -> main
@@ -264,10 +261,9 @@ class ProcessesBackend:
         self.torch_in_workers = 0
 
     def _update_rows(self, batch: int, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self.rows is None:
+        if self.deliveries is None:
             return _new_rows(batch, rows)
-        block = self.rows.take()
-        self.update_blocks[batch] = block.name
+        block = self.deliveries.block_for(batch)
         return block.rows, block.regret, block.avg
 
     def start(self) -> None:
@@ -295,7 +291,6 @@ class ProcessesBackend:
             self.procs.append(proc)
             self.orders.append(orders)
             self.replies.append(replies)
-            self.orders_out.append(deque())
         for w in range(len(self.procs)):
             message = self._recv(w)
             self.torch_in_workers += bool(message[1])
@@ -308,42 +303,31 @@ class ProcessesBackend:
             code = self.procs[w].exitcode
             raise RuntimeError(f"mccfr worker {w} died (exit code {code})") from None
 
-    def _ship(self, update: Update) -> Update | Shipped:
-        name = self.update_blocks.get(update.batch)
-        if name is None:
-            return update
-        self.unapplied[update.batch] = len(self.orders)
-        return Shipped(update.batch, BlockRef(name, update.rows.size))
-
     def submit(self, shares: list[int], batch: int) -> None:
         updates = self.flight.outgoing()
-        shipped = [self._ship(update) for update in updates]
-        sent = [update.batch for update in updates if update.batch in self.unapplied]
-        reply_blocks: list[str | None] = []
+        deliveries = self.deliveries
+        shipped = [Shipped(u.batch, deliveries.ship(u.batch, u.rows.size)) for u in updates] if deliveries else []
+        reply_blocks: list[str] = []
         for w, orders in enumerate(self.orders):
-            if w < len(shares):
+            run = w < len(shares)
+            if run:
                 reply_to = self.rows.take().name if self.rows is not None else None
-                reply_blocks.append(reply_to)
+                if reply_to is not None:
+                    reply_blocks.append(reply_to)
                 orders.send(("run", shares[w], (self.seed, batch, w), batch, shipped, reply_to))
-                self.orders_out[w].append((True, sent))
-            elif updates:
+            elif shipped:
                 orders.send(("apply", shipped))
-                self.orders_out[w].append((False, sent))
+            else:
+                continue
+            if deliveries is not None:
+                deliveries.order_sent(w, run, [u.batch for u in updates])
         self.flight.add(batch, shares, (update_bytes(updates) * len(self.orders), reply_blocks))
 
     def _received(self, w: int, message: tuple[Reply, BlockRef | None]) -> Reply:
-        """The worker's reply with its rows in place, and the updates it has now applied."""
+        """The worker's reply, its rows read in place from the block it wrote them to."""
         reply, ref = message
-        orders_out = self.orders_out[w]
-        while orders_out:
-            is_run, sent = orders_out.popleft()
-            for update_batch in sent:
-                self.unapplied[update_batch] -= 1
-                if not self.unapplied[update_batch]:
-                    del self.unapplied[update_batch]
-                    self.rows.give(self.update_blocks.pop(update_batch))  # type: ignore[union-attr]
-            if is_run:
-                break
+        if self.deliveries is not None:
+            self.deliveries.answered(w)
         if ref is None or self.rows is None:
             return reply
         rows, regret, avg = self.rows[ref.name].view(ref.count)
@@ -354,9 +338,8 @@ class ProcessesBackend:
         replies = [self._received(w, self._recv(w)) for w in range(len(shares))]
         result = self.flight.merge(batch, shares, replies, moved)
         del replies  # views into the reply blocks, which go back to the pool
-        if self.rows is not None:
-            for name in reply_blocks:
-                self.rows.give(name)
+        for name in reply_blocks:
+            self.rows.give(name)  # type: ignore[union-attr]  # blocks only exist with a pool
         return result
 
     def close(self) -> None:

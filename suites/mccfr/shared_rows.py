@@ -14,6 +14,7 @@ gives it memory only as rows are written.
 
 from __future__ import annotations
 
+from collections import deque
 from multiprocessing import shared_memory
 from typing import NamedTuple
 
@@ -103,6 +104,48 @@ class BlockPool:
             shm.unlink()
         self.blocks = {}
         self.free = []
+
+
+class Deliveries:
+    """The merged updates whose blocks workers may still read. Each update is written
+    once into a block every worker reads; the block goes back to the pool once every
+    worker has answered a run order sent with the update or after it (a worker serves
+    its orders in sequence, so by then it has applied the update). A worker only sent
+    the update, with no share of a batch to answer, holds the block until its next reply
+    or the end of the run."""
+
+    def __init__(self, pool: BlockPool, workers: int) -> None:
+        self.pool = pool
+        self.blocks: dict[int, str] = {}  # update batch -> its block
+        self.unread: dict[int, int] = {}  # update batch -> workers yet to apply it
+        self.sent: list[deque[tuple[bool, list[int]]]] = [deque() for _ in range(workers)]
+
+    def block_for(self, batch: int) -> RowBlock:
+        block = self.pool.take()
+        self.blocks[batch] = block.name
+        return block
+
+    def ship(self, batch: int, count: int) -> BlockRef:
+        self.unread[batch] = len(self.sent)
+        return BlockRef(self.blocks[batch], count)
+
+    def order_sent(self, worker: int, run: bool, batches: list[int]) -> None:
+        """An order went to `worker` carrying the updates of `batches`; a run order will
+        be answered."""
+        self.sent[worker].append((run, batches))
+
+    def answered(self, worker: int) -> None:
+        """`worker` answered its oldest run order: it has applied every update sent up to it."""
+        sent = self.sent[worker]
+        while sent:
+            run, batches = sent.popleft()
+            for batch in batches:
+                self.unread[batch] -= 1
+                if not self.unread[batch]:
+                    del self.unread[batch]
+                    self.pool.give(self.blocks.pop(batch))
+            if run:
+                return
 
 
 class Attached:
