@@ -31,18 +31,18 @@ def _suite_cell(seconds: float, warmup: float = 1.0, **params) -> dict:
     return probe.finish()
 
 
-def _sequential_rate(seconds: float, batch_size: int, out) -> None:
-    out.put(_suite_cell(seconds, game="leduc", backend="sequential", batch_size=batch_size)["iterations_per_s"])
+def _sequential_rate(seconds: float, batch_size: int, game: dict, out) -> None:
+    out.put(_suite_cell(seconds, backend="sequential", batch_size=batch_size, **game)["iterations_per_s"])
 
 
-def _two_sequential_at_once(seconds: float, batch_size: int) -> float:
+def _two_sequential_at_once(seconds: float, batch_size: int, game: dict) -> float:
     """The machine's two-core ceiling: two independent sequential solvers side by side
     (no sync at all); their summed rate is what a perfect 2-worker pool could reach."""
     import multiprocessing as mp
 
     ctx = mp.get_context("fork")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_sequential_rate, args=(seconds, batch_size, out)) for _ in range(2)]
+    procs = [ctx.Process(target=_sequential_rate, args=(seconds, batch_size, game, out)) for _ in range(2)]
     for proc in procs:
         proc.start()
     rates = [out.get() for _ in procs]
@@ -52,22 +52,22 @@ def _two_sequential_at_once(seconds: float, batch_size: int) -> float:
 
 
 def cmd_ours(args: argparse.Namespace) -> None:
-    """Sequential vs processes(2) on Leduc (delta with a barrier per batch, delta overlapped
-    with staleness 1, shared) and the machine's ceiling (two sequential solvers at once),
-    interleaved repeats, medians."""
+    """Sequential vs processes(2) on Leduc, or with --variant on leduc_variant (delta with a
+    barrier per batch, delta overlapped with staleness 1, shared) and the machine's ceiling
+    (two sequential solvers at once), interleaved repeats, medians."""
+    game: dict = dict(game="leduc")
+    if args.variant:
+        game = dict(game="leduc_variant", ranks=args.ranks, suits=args.suits, raises=args.raises)
+    batch = dict(batch_size=args.batch_size, **game)
     cells = {
-        "sequential": dict(game="leduc", backend="sequential", batch_size=args.batch_size),
-        "processes2_delta_barrier": dict(
-            game="leduc", backend="processes", workers=2, batch_size=args.batch_size, staleness=0
-        ),
-        "processes2_delta": dict(game="leduc", backend="processes", workers=2, batch_size=args.batch_size),
-        "processes2_shared": dict(
-            game="leduc", backend="processes", workers=2, sync="shared", batch_size=args.batch_size
-        ),
+        "sequential": dict(backend="sequential", **batch),
+        "processes2_delta_barrier": dict(backend="processes", workers=2, staleness=0, **batch),
+        "processes2_delta": dict(backend="processes", workers=2, **batch),
+        "processes2_shared": dict(backend="processes", workers=2, sync="shared", **batch),
     }
     rates: dict[str, list[float]] = {name: [] for name in [*cells, "ceiling_2x_sequential"]}
     for _ in range(args.repeats):
-        rates["ceiling_2x_sequential"].append(_two_sequential_at_once(args.seconds, args.batch_size))
+        rates["ceiling_2x_sequential"].append(_two_sequential_at_once(args.seconds, args.batch_size, game))
         print(
             json.dumps({"cell": "ceiling_2x_sequential", "iterations_per_s": round(rates["ceiling_2x_sequential"][-1])})
         )
@@ -217,6 +217,7 @@ def main() -> None:
         p.add_argument("--ranks", type=int, default=13)
         p.add_argument("--suits", type=int, default=4)
         p.add_argument("--raises", type=int, default=2)
+        p.add_argument("--variant", action="store_true", help="ours: leduc_variant (--ranks/--suits/--raises)")
     args = parser.parse_args()
     {"ours": cmd_ours, "reference": cmd_reference, "drift": cmd_drift}[args.cmd](args)
 

@@ -3,8 +3,8 @@
 Each actor holds one worker's tables (`WorkerState`, the same protocol as the threads and
 processes backends). Per batch the main process puts the last merged update into the
 object store ONCE (`ray.put`) and hands every actor the reference with its share: an actor on
-the same node maps the arrays from shared memory, one on another node fetches them once
-per node, where a pipe per worker would copy them once per worker. The replies come back
+the same node maps the arrays from shared memory (as the processes backend's row blocks do),
+one on another node fetches them once per node. The replies come back
 as objects too; the merge is the same deterministic `Merger`, in worker order, so a run
 with the same seed, worker count and staleness ends with the same tables as the processes
 backend. An actor runs its calls in order, so batches in flight (staleness 1) queue there.
