@@ -17,6 +17,7 @@ A new backend (ray) is one more class with `start`, `submit`, `collect`, `close`
 from __future__ import annotations
 
 import multiprocessing as mp
+import resource
 import sys
 import time
 from collections import deque
@@ -213,6 +214,19 @@ class ThreadsBackend:
         self.threads = []
 
 
+def lift_open_file_limit() -> None:
+    """Raise the soft limit on open files to the hard one (as Ray does at start): every
+    row block keeps a descriptor while mapped, and a pool of 128 workers with 8 batches in
+    flight holds over a thousand, past the usual soft limit of 1024."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):  # pragma: no cover - a hard limit the kernel refuses
+            pass
+
+
 def choose_start_method(requested: str) -> str:
     """`auto`: fork (cheap: workers inherit the compiled kernel) unless this process has
     torch loaded, whose pages a forked worker would carry; then spawn, a clean interpreter."""
@@ -275,6 +289,8 @@ class ProcessesBackend:
         # workers inherit it), not one a worker starts for itself and which would unlink
         # the block when that worker exits
         resource_tracker.ensure_running()
+        if self.rows is not None:
+            lift_open_file_limit()
         names = tuple(b.name for b in self.blocks) if self.blocks else None
         for w in range(self.workers):
             inbox, orders = ctx.Pipe(duplex=False)

@@ -1,10 +1,13 @@
 """The processes backend's rows travel through shared-memory blocks it recycles and unlinks."""
 
+import resource
 from multiprocessing import shared_memory
 
 import numpy as np
 import pytest
 
+from harness.probe import Probe
+from suites.mccfr import Params, run
 from suites.mccfr.backends import BACKENDS
 from suites.mccfr.games import flatten, leduc
 from suites.mccfr.shared_rows import BlockPool
@@ -52,3 +55,21 @@ def test_a_block_holds_a_reply_of_every_row():
     finally:
         del got_rows, got_regret, got_avg
         pool.close()
+
+
+def test_many_blocks_in_flight_fit_under_a_low_soft_file_limit():
+    """40 workers x 9 batches in flight hold ~360 block descriptors, past a soft limit of
+    256: the backend lifts the soft limit to the hard one instead of failing."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1024:
+        pytest.skip(f"hard open-file limit {hard} is too low for this test")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+    try:
+        probe = Probe(target_work=4_000)
+        run(
+            Params(game="kuhn", backend="processes", workers=40, staleness=8, batch_size=40, start_method="fork"), probe
+        )
+        metrics = probe.finish()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert metrics["work_done"] == metrics["work_requested"] == 4_000
