@@ -21,6 +21,7 @@ import resource
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import resource_tracker
@@ -33,6 +34,8 @@ from suites.mccfr.shared_rows import BlockPool, BlockRef, Deliveries
 from suites.mccfr.solver import NUM_STATS, run_iterations, seed_state
 from suites.mccfr.sync_kernels import apply_update, empty_rows, merge_changes, sorted_rows, take_changes
 from suites.mccfr.worker import Reply, Shipped, Update, WorkerState, new_tables, process_main, update_bytes
+
+RowsFor = Callable[[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]  # (batch, rows) -> arrays
 
 
 @dataclass
@@ -53,7 +56,7 @@ class Merger:
     (the processes backend hands out shared-memory blocks, so the update is written once,
     where every worker reads it)."""
 
-    def __init__(self, regret: np.ndarray, avg: np.ndarray, sync: str, out: Any = None) -> None:
+    def __init__(self, regret: np.ndarray, avg: np.ndarray, sync: str, out: RowsFor | None = None) -> None:
         self.regret = regret
         self.avg = avg
         self.slot = np.zeros(regret.shape[0], np.int64) if sync != "shared" else None
@@ -323,6 +326,7 @@ class ProcessesBackend:
         updates = self.flight.outgoing()
         deliveries = self.deliveries
         shipped = [Shipped(u.batch, deliveries.ship(u.batch, u.rows.size)) for u in updates] if deliveries else []
+        sent = [u.batch for u in updates]
         reply_blocks: list[str] = []
         for w, orders in enumerate(self.orders):
             run = w < len(shares)
@@ -336,7 +340,7 @@ class ProcessesBackend:
             else:
                 continue
             if deliveries is not None:
-                deliveries.order_sent(w, run, [u.batch for u in updates])
+                deliveries.order_sent(w, run, sent)
         self.flight.add(batch, shares, (update_bytes(updates) * len(self.orders), reply_blocks))
 
     def _received(self, w: int, message: tuple[Reply, BlockRef | None]) -> Reply:

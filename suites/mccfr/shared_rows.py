@@ -4,10 +4,9 @@ travel between the main process and its workers.
 A pipe moves a pickled 25 MB reply at 130-240 MB/s on this class of VM (every 64 KB the
 reader and writer wake each other across vCPUs), 20x slower than a copy through shared
 memory (`benchmarks/row_transport.py`, docs/benchmarks.md), which made a batch's sync on
-a large game cost more than its kernel. So the pipes
-carry only orders, block names and row counts; the rows and their regret and average
-changes lie in shared-memory blocks that the main process creates, hands out, takes back
-and unlinks. A block holds as many rows as the game has information sets, which bounds
+a large game cost more than its kernel. So the pipes carry only orders, block names and
+row counts; the rows and their regret and average changes lie in shared-memory blocks
+that the main process creates, hands out, takes back and unlinks. A block holds as many rows as the game has information sets, which bounds
 every reply (a worker reports each row at most once) and every merged update; tmpfs
 gives it memory only as rows are written.
 """
