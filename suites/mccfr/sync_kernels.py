@@ -3,10 +3,10 @@
 On a large game a batch changes hundreds of thousands of rows scattered over tables of
 tens of megabytes. Every list of rows these kernels walk is in ascending row order, so
 each pass moves forward through memory: the prefetcher streams it and each page is
-entered once. In first-touch order the same passes cost a cache and TLB miss per row,
-4-6x more on the 2 M-information-set variant (docs/benchmarks.md, "Sorted rows"), and
-that cost followed how many rows a batch touched, so delta's rate drifted with the
-policy's spread. The floating-point operations on each row, and their order, are exactly
+entered once. In first-touch order the same passes cost a cache and TLB miss per row:
+3.4x more in all at batch 100000 on the 2 M-information-set variant (docs/benchmarks.md,
+"Sorted rows and shared-memory rows"), and a cost that followed how many rows a batch
+touched, so delta's rate drifted with the policy's spread. The floating-point operations on each row, and their order, are exactly
 what the protocol in worker.py describes, so every backend still gives the same tables.
 """
 
