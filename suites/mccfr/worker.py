@@ -168,8 +168,9 @@ def _receive_into(inbox: Any, messages: queue.SimpleQueue) -> None:
         messages.put(("stop",))
 
 
-def _unpacked(updates: Sequence[Update | Shipped], attached: Attached) -> list[Update]:
-    return [Update(u.batch, *attached[u.ref.name].view(u.ref.count)) if isinstance(u, Shipped) else u for u in updates]
+def _unpacked(updates: Sequence[Shipped], attached: Attached) -> list[Update]:
+    """The shipped updates as arrays read in place from their blocks."""
+    return [Update(u.batch, *attached[u.ref.name].view(u.ref.count)) for u in updates]
 
 
 def _packed(reply: Reply, reply_to: str | None, attached: Attached) -> tuple[Reply, BlockRef | None]:
