@@ -52,6 +52,7 @@ def main(argv: list[str]) -> int:
             warmup_s=spec.get("warmup") or 0.0,
             target_work=spec.get("work"),
             sink=emit,
+            per_minute=tuple(r.counter for r in suite.words.rates if r.per == "min"),
         )
         suite.run(params, probe)
         metrics = probe.finish()

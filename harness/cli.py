@@ -1,4 +1,7 @@
-"""The `harness` command line. Parses arguments and hands off to harness.commands."""
+"""The `harness` command line. Parses arguments and hands off to harness.commands.<name>.main.
+
+Command modules are imported when their command runs, so `harness --help` stays quick.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +13,8 @@ from typing import Any
 
 import typer
 
-from harness import commands
 from harness.errors import UserError
+from harness.store import DEFAULT_RESULTS
 
 app = typer.Typer(
     help="Benchmark and profile parallel game solvers and self-play training.",
@@ -41,7 +44,7 @@ DurationOpt = typer.Option(None, "--duration", help="measured seconds per cell")
 WarmupOpt = typer.Option(None, "--warmup", help="seconds excluded from rates")
 WorkOpt = typer.Option(None, "--work", help="fixed work units instead of a duration")
 TimeoutOpt = typer.Option(None, "--timeout", help="deadline per cell in seconds (default warmup+duration+60)")
-OutOpt = typer.Option(commands.DEFAULT_RESULTS, "--out", help="directory that receives run directories")
+OutOpt = typer.Option(DEFAULT_RESULTS, "--out", help="directory that receives run directories")
 MemoryOpt = typer.Option(None, "--memory-limit", help="address-space limit (RLIMIT_AS) of each cell's processes, in MB")
 
 
@@ -49,8 +52,9 @@ MemoryOpt = typer.Option(None, "--memory-limit", help="address-space limit (RLIM
 @user_errors_exit_2
 def suites() -> int:
     """List every suite with its parameters (type, allowed values, default, unit)."""
-    commands.cmd_suites()
-    return 0
+    from harness.commands import suites as command
+
+    return command.main()
 
 
 @app.command()
@@ -67,7 +71,9 @@ def run(
     memory_limit: float = MemoryOpt,
 ) -> int:
     """Run one cell and print its metrics."""
-    return commands.cmd_run(suite, set_, duration, warmup, work, timeout, json_, out, memory_limit)
+    from harness.commands import run as command
+
+    return command.main(suite, set_, duration, warmup, work, timeout, json_, out, memory_limit)
 
 
 @app.command()
@@ -92,10 +98,12 @@ def sweep(
     memory_limit: float = MemoryOpt,
 ) -> int:
     """Run a matrix of cells; exit 0 if all are ok, 1 if any failed, 2 on bad input."""
-    overrides = commands.build_overrides(
+    from harness.commands import sweep as command
+
+    overrides = command.build_overrides(
         suite, workers, backend, set_, duration, warmup, work, repeats, timeout, label, memory_limit
     )
-    return commands.cmd_sweep(spec, overrides, out, resume, quiet, executor, address)
+    return command.main(spec, overrides, out, resume, quiet, executor, address)
 
 
 @app.command()
@@ -107,7 +115,9 @@ def report(
     markdown: bool = typer.Option(False, "--markdown", help="write summary.md (for CI step summaries)"),
 ) -> int:
     """Print a run's table; --csv, --html, --markdown write those reports into the run directory."""
-    return commands.cmd_report(run_dir, csv, html, markdown)
+    from harness.commands import report as command
+
+    return command.main(run_dir, csv, html, markdown)
 
 
 @app.command()
@@ -118,9 +128,9 @@ def compare(
     html: bool = typer.Option(False, "--html", help="also write compare-<A>.html into B's directory"),
 ) -> int:
     """Ratio B/A of medians per matched cell and metric, with a bootstrap 95% interval."""
-    from harness.compare import cmd_compare
+    from harness.commands import compare as command
 
-    return cmd_compare(run_a, run_b, html)
+    return command.main(run_a, run_b, html)
 
 
 @app.command()
@@ -130,9 +140,9 @@ def diagnose(
     json_: bool = typer.Option(False, "--json", help="print the findings as JSON"),
 ) -> int:
     """Findings over a run: lost work, drift, idle or thrashing GPU, small batches, scaling, busy waits."""
-    from harness.diagnose import cmd_diagnose
+    from harness.commands import diagnose as command
 
-    return cmd_diagnose(run_dir, json_)
+    return command.main(run_dir, json_)
 
 
 baseline_app = typer.Typer(help="Save runs as baselines for `harness gate`.", no_args_is_help=True)
@@ -149,9 +159,9 @@ def baseline_save(
     bound_slack: float = typer.Option(0.10, "--bound-slack", help="quality bounds = worst repeat x (1 + this)"),
 ) -> int:
     """Freeze a run's per-repeat metrics and metadata into a baseline file."""
-    from harness.baseline import cmd_baseline_save
+    from harness.commands import baseline as command
 
-    return cmd_baseline_save(run_dir, name, directory, bound_slack)
+    return command.save_main(run_dir, name, directory, bound_slack)
 
 
 @app.command()
@@ -170,9 +180,9 @@ def profile(
     out: Path = OutOpt,
 ) -> int:
     """Run one cell under py-spy (all its processes); write a speedscope profile into the run."""
-    from harness.profile import cmd_profile
+    from harness.commands import profile as command
 
-    return cmd_profile(suite, set_, duration, warmup, timeout, rate, native, flamegraph, out)
+    return command.main(suite, set_, duration, warmup, timeout, rate, native, flamegraph, out)
 
 
 @app.command()
@@ -190,31 +200,29 @@ def gate(
         None, "--metric", help="metrics to speed-gate (default: every throughput); repeatable"
     ),
     normalize: str = typer.Option(
-        None, "--normalize", help="synthetic: divide throughputs by the same run's spin units/s"
+        None, "--normalize", help="SUITE: divide throughputs by that suite's reference cell of the same run"
     ),
     confidence: float = typer.Option(0.95, "--confidence", help="bootstrap interval of the ratio of medians"),
     ignore_param: list[str] = typer.Option(None, "--ignore-param", help="match cells as if this param were equal"),
 ) -> int:
     """Compare a run with a baseline: exit 1 on any regression, 0 otherwise, 2 on bad input."""
-    from harness.gate import cmd_gate
+    from harness.commands import gate as command
 
-    return cmd_gate(run_dir, baseline, directory, tolerance, metric, normalize, confidence, ignore_param)
+    return command.main(run_dir, baseline, directory, tolerance, metric, normalize, confidence, ignore_param)
 
 
 @app.command()
 @user_errors_exit_2
 def history(
     suite: str = typer.Option(None, "--suite", help="only this suite's cells"),
-    metric: str = typer.Option(
-        None, "--metric", help="default: the suite's throughput (iterations_per_s, games_per_min, ...)"
-    ),
-    results: Path = typer.Option(commands.DEFAULT_RESULTS, "--results", help="directory holding run directories"),
+    metric: str = typer.Option(None, "--metric", help="default: the suite's headline rate"),
+    results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="directory holding run directories"),
     html: Path = typer.Option(None, "--html", help="chart path (default RESULTS/history-SUITE-METRIC.html)"),
 ) -> int:
     """Every run's median of a metric in time order, with its git commit: table and HTML chart."""
-    from harness.history import cmd_history
+    from harness.commands import history as command
 
-    return cmd_history(suite, metric, results, html)
+    return command.main(suite, metric, results, html)
 
 
 @app.command()
@@ -225,29 +233,27 @@ def export(
     metric: list[str] = typer.Option(None, "--metric", help="metrics to export (default: every rate); repeatable"),
 ) -> int:
     """Export a run for other tools: --pyperf OUT.json (rates become time per unit)."""
-    from harness.report.pyperf import cmd_export
+    from harness.commands import export as command
 
-    return cmd_export(run_dir, pyperf, metric)
+    return command.main(run_dir, pyperf, metric)
 
 
 @app.command()
 @user_errors_exit_2
 def limits(
-    device: str = typer.Option("cpu", "--device", help="where the net runs: cpu or cuda"),
-    blocks: int = typer.Option(2, "--blocks", help="residual blocks of the self-play net"),
-    channels: int = typer.Option(32, "--channels", help="channels of the net's convolutions"),
-    batches: str = typer.Option("1,2,4,8,16,32,64,128,256,512,1024", "--batches", help="batch sizes to time"),
+    parts: str = typer.Option(None, "--parts", help="ipc and SUITE.NAME limit benchmarks (default: all)"),
+    set_: list[str] = typer.Option(None, "--set", help="k=v option of the suites' limit benchmarks; repeatable"),
+    device: str = typer.Option(None, "--device", help="where a limit benchmark runs (cpu or cuda), if it has one"),
+    sizes: str = typer.Option(None, "--sizes", help="comma list of sizes (default: each benchmark's own)"),
     message_bytes: int = typer.Option(64, "--message-bytes", help="IPC payload per round trip"),
-    parts: str = typer.Option("ipc,net", "--parts", help="ipc, net or both"),
     fast: bool = typer.Option(False, "--fast", help="pyperf --fast: rough numbers, half the time"),
     pyperf_args: str = typer.Option(None, "--pyperf-args", help="extra pyperf options, e.g. '--rigorous'"),
-    threads: int = typer.Option(0, "--threads", help="torch intra-op threads for the net (0 = torch's default)"),
     out: Path = OutOpt,
 ) -> int:
-    """pyperf micro benchmarks: IPC round trips and the net's evals/s per batch size."""
-    from harness.limits import cmd_limits
+    """pyperf micro benchmarks: IPC round trips and the suites' limits (e.g. a net's evals/s per batch)."""
+    from harness.commands import limits as command
 
-    return cmd_limits(device, blocks, channels, batches, message_bytes, parts, fast, pyperf_args, out, threads)
+    return command.main(parts, set_, device, sizes, message_bytes, fast, pyperf_args, out)
 
 
 if __name__ == "__main__":

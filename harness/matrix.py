@@ -114,6 +114,8 @@ class Overrides:
 
     suite: str | None = None
     axes: dict[str, list[Any]] = field(default_factory=dict)
+    # values for a suite's role params ("workers", "backend"), which its vocabulary names
+    roles: dict[str, list[Any]] = field(default_factory=dict)
     duration: float | None = None
     warmup: float | None = None
     work: int | None = None
@@ -136,6 +138,7 @@ def apply_overrides(spec: Spec, ov: Overrides) -> Spec:
     for entry in entries:
         params = dict(entry.params)
         params.update(ov.axes)
+        params.update(_role_axes(entry.suite, ov.roles))
         new_entries.append({**entry.model_dump(), "params": params, **budget})
     top = {k: v for k, v in budget.items()}
     if ov.label is not None:
@@ -144,6 +147,18 @@ def apply_overrides(spec: Spec, ov: Overrides) -> Spec:
         return Spec.model_validate({**spec.model_dump(), "matrix": new_entries, **top})
     except ValidationError as exc:
         raise UserError(spec_error("command line", exc)) from None
+
+
+def _role_axes(suite: str, roles: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """--workers/--backend values under the suite's own param names (its vocabulary)."""
+    words = get_suite(suite).words
+    out = {}
+    for role, values in roles.items():
+        key = getattr(words, role)
+        if key is None:
+            raise UserError(f"--{role}: suite {suite!r} has no {role} param (see harness suites)")
+        out[key] = values
+    return out
 
 
 def _axes(params: dict[str, Any]) -> list[dict[str, Any]]:

@@ -20,17 +20,24 @@ import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from harness.vocabulary import EMPTY, LimitBenchmark, Quality, Rate, Reference, Vocabulary
 from harness.workshare import resolve_workers, split_work, usable_cores
 
 __all__ = [
+    "LimitBenchmark",
     "Probe",
+    "Quality",
+    "Rate",
+    "Reference",
     "Resources",
     "Suite",
     "SuiteError",
+    "Vocabulary",
     "resolve_workers",
     "split_work",
     "usable_cores",
@@ -65,7 +72,8 @@ class Suite:
     """What a suite package exposes as `SUITE` through the `harness.suites` entry points.
 
     `run` should import its heavy modules (torch) lazily, so that listing suites and
-    starting worker processes that need no network stays cheap.
+    starting worker processes that need no network stays cheap. `vocabulary` says what
+    its numbers mean (harness.vocabulary); `words` is it with conventions filled in.
     """
 
     name: str
@@ -73,12 +81,22 @@ class Suite:
     params: type[BaseModel]
     run: Callable[[Any, Probe], None]
     resources: Callable[[Any], Resources] | None = None
+    vocabulary: Vocabulary = EMPTY
+
+    @cached_property
+    def words(self) -> Vocabulary:
+        return self.vocabulary.resolve(self.params)
 
     def resources_for(self, params: BaseModel) -> Resources:
+        """CPUs a cell occupies: declared, else its workers plus its extra processes."""
         if self.resources is not None:
             return self.resources(params)
-        workers = getattr(params, "workers", 1)
-        return Resources(cpus=resolve_workers(int(workers)) if isinstance(workers, int) else 1)
+        key = self.words.workers
+        workers = getattr(params, key, 1) if key else 1
+        cpus = resolve_workers(int(workers)) if isinstance(workers, int) else 1
+        if self.words.extra_processes is not None:
+            cpus += self.words.extra_processes(params)
+        return Resources(cpus=cpus)
 
 
 class _Observations:
@@ -131,7 +149,8 @@ class Probe:
     Parameters come from the harness: `duration_s` is the measured window (None for a
     fixed-work run, which sets `target_work` and stops by itself), `warmup_s` the time
     excluded from rates, `sink` receives the time series as it is sampled so that a
-    cell that hangs or is killed still leaves its series behind.
+    cell that hangs or is killed still leaves its series behind, `per_minute` names the
+    counters the suite's vocabulary rates per minute (`<counter>_per_min` as well).
     """
 
     def __init__(
@@ -143,6 +162,7 @@ class Probe:
         sink: Sink | None = None,
         series_period_s: float = 1.0,
         clock: Callable[[], float] = time.perf_counter,
+        per_minute: tuple[str, ...] = (),
     ) -> None:
         if duration_s is not None and duration_s <= 0:
             raise ValueError(f"duration_s must be > 0, got {duration_s}")
@@ -151,6 +171,7 @@ class Probe:
         self.duration_s = duration_s
         self.warmup_s = warmup_s if target_work is None else 0.0
         self.target_work = target_work
+        self._per_minute = set(per_minute)  # counters whose rate reads better per minute (games)
         self._sink = sink
         self._clock = clock
         self._period = series_period_s
@@ -312,8 +333,8 @@ class Probe:
             metrics[name] = total
             measured = end_counts.get(name, total) - self._at_measure_start.get(name, 0)
             metrics[f"{name}_per_s"] = measured / window if window > 0 else math.nan
-            if name == "games":
-                metrics["games_per_min"] = metrics["games_per_s"] * 60.0
+            if name in self._per_minute:
+                metrics[f"{name}_per_min"] = metrics[f"{name}_per_s"] * 60.0
         for name, obs in sorted(self._observations.items()):
             metrics.update(obs.summary(name))
         if self._work_reported:

@@ -11,8 +11,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 
 from harness.matrix import Cell
-
-HEADLINE_METRICS = ("iterations_per_s", "games_per_min", "nn_evals_per_s", "env_steps_per_s", "units_per_s")
+from harness.record import Record, number
+from harness.registry import vocabulary_of
 
 
 def varying_keys(cells: list[Cell]) -> set[str]:
@@ -30,12 +30,11 @@ def short_params(params: dict[str, Any], keys: set[str] | None = None) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items() if keys is None or k in keys)
 
 
-def headline(metrics: dict[str, Any]) -> str:
-    for name in HEADLINE_METRICS:
-        if isinstance(metrics.get(name), int | float):
-            return f"{name}={metrics[name]:.4g}"
-    rates = [k for k, v in metrics.items() if k.endswith("_per_s") and isinstance(v, int | float)]
-    return f"{rates[0]}={metrics[rates[0]]:.4g}" if rates else ""
+def headline(record: Record) -> str:
+    """`<rate>=<value>` for the suite's headline rate, or "" when the record has none."""
+    present = {k for k, v in record.metrics.items() if number(v) is not None}
+    name = vocabulary_of(record.suite).headline(present)
+    return f"{name}={record.metrics[name]:.4g}" if name else ""
 
 
 class Progress:
@@ -70,18 +69,18 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, description=f"{cell.suite} {short_params(cell.params, self._keys)} #{repeat}")
 
-    def cell_finished(self, record: dict[str, Any]) -> None:
+    def cell_finished(self, record: Record) -> None:
         self._done += 1
         line = (
-            f"[{self._done}/{self._total}] {record['suite']} {short_params(record['params'], self._keys)} "
-            f"#{record['repeat']}: {record['status']}"
+            f"[{self._done}/{self._total}] {record.suite} {short_params(record.params, self._keys)} "
+            f"#{record.repeat}: {record.status}"
         )
-        extra = headline(record["metrics"]) if record["status"] == "ok" else (record.get("reason") or "")
+        extra = headline(record) if record.ok else (record.reason or "")
         if self._bar is not None:
             self._bar.advance(self._task)
-            if record["status"] != "ok":
+            if not record.ok:
                 self._bar.console.print(f"{line} {extra}", markup=False)
-        elif not self.quiet or record["status"] != "ok":
+        elif not self.quiet or not record.ok:
             print(f"{line} {extra}", file=sys.stderr, flush=True)
 
     def end(self) -> None:

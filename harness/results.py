@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.record import Record
 from harness.store import RunStore
 
 ID_COLUMNS = ["id", "suite", "repeat", "status", "reason"]
@@ -21,24 +22,22 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, int | float | str | bool) or value is None
 
 
-def cells_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+def cells_frame(records: list[Record]) -> pd.DataFrame:
     """One row per cell-repeat: ids, status, params, then scalar metrics."""
     rows = []
-    param_names: dict[str, None] = {}
+    param_names = param_columns(records)
     metric_names: dict[str, None] = {}
     for rec in records:
-        for key in rec["params"]:
-            param_names.setdefault(key, None)
-        for key, value in rec.get("metrics", {}).items():
+        for key, value in rec.metrics.items():
             if _scalar(value):
                 metric_names.setdefault(key, None)
     for rec in records:
-        row = {k: rec.get(k) for k in ID_COLUMNS}
+        row = {k: getattr(rec, k) for k in ID_COLUMNS}
         for key in param_names:
-            row[key] = _cell_value(rec["params"].get(key))
+            row[key] = _cell_value(rec.params.get(key))
         for key in metric_names:
             column = key if key not in param_names and key not in ID_COLUMNS else f"{key}_metric"
-            value = rec.get("metrics", {}).get(key)
+            value = rec.metrics.get(key)
             row[column] = value if _scalar(value) else None
         rows.append(row)
     # With no records the frame still has its header, so the CSV reads back.
@@ -50,15 +49,15 @@ def _cell_value(value: Any) -> Any:
     return value if _scalar(value) else json.dumps(value, sort_keys=True, default=str)
 
 
-def param_columns(records: list[dict[str, Any]]) -> list[str]:
+def param_columns(records: list[Record]) -> list[str]:
     names: dict[str, None] = {}
     for rec in records:
-        for key in rec["params"]:
+        for key in rec.params:
             names.setdefault(key, None)
     return list(names)
 
 
-def summary_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+def summary_frame(records: list[Record]) -> pd.DataFrame:
     """One row per cell: params, repeat counts by status, then median/min/max of each
     numeric metric over its successful repeats."""
     cells = cells_frame(records)

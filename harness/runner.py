@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -24,14 +22,18 @@ import psutil
 
 from harness.matrix import Cell
 from harness.monitors import Monitor, MonitorResult, default_monitors
-from harness.profile import dump_stacks
+from harness.processes import (
+    alive,
+    child_env,
+    describe_exit,
+    describe_processes,
+    kill_tree,
+    log_tail,
+    marked_processes,
+)
+from harness.pyspy import dump_stacks
+from harness.record import Record
 from harness.store import RunStore, utc_now
-
-KILL_GRACE_S = 3.0
-ENV_CELL = "HARNESS_CELL"
-ENV_RUN = "HARNESS_RUN"
-LOG_TAIL_LINES = 5
-_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 
 # Called at a deadline, before anything is killed, with the cell's live processes and the
 # store; returns a path (relative to the run directory) of what it saved, or None.
@@ -72,125 +74,8 @@ class ChildStream:
         return stream
 
 
-def child_env(cell_key: str | None = None, run_root: Path | None = None) -> dict[str, str]:
-    """The child imports the same harness and suites as this process, wherever it runs.
-
-    Every process of the cell inherits the markers HARNESS_CELL=<id>-<repeat> and
-    HARNESS_RUN=<run directory>, so one that left the cell's process group and tree (a
-    double fork with setsid) is still found and killed (`marked_processes`)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    if cell_key is not None:
-        env[ENV_CELL] = cell_key
-    if run_root is not None:
-        env[ENV_RUN] = str(run_root.resolve())
-    return env
-
-
-def marked_processes(run_root: Path, cell_key: str | None = None) -> dict[int, psutil.Process]:
-    """Live processes carrying this run's marker (and this cell's, if given), wherever
-    they are in the process tree. Processes whose environment cannot be read (other
-    users') are not ours."""
-    run = str(run_root.resolve())
-    found: dict[int, psutil.Process] = {}
-    me = os.getpid()
-    for proc in psutil.process_iter():
-        try:
-            if proc.pid == me:
-                continue
-            env = proc.environ()
-            if env.get(ENV_RUN) != run or (cell_key is not None and env.get(ENV_CELL) != cell_key):
-                continue
-            if proc.status() != psutil.STATUS_ZOMBIE:
-                found[proc.pid] = proc
-        except psutil.Error:
-            pass
-    return found
-
-
-def describe_processes(procs: list[psutil.Process]) -> str:
-    parts = []
-    for proc in procs:
-        try:
-            name = proc.name()
-        except psutil.Error:
-            name = "?"
-        parts.append(f"pid {proc.pid} ({name})")
-    return ", ".join(parts)
-
-
-def describe_exit(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        hint = " (out of memory?)" if name == "SIGKILL" else ""
-        return f"killed by {name}{hint}"
-    return f"exited with code {returncode}"
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    """The log's last lines; after a crash in native code, faulthandler's report instead
-    (its first lines hold the innermost frames, where the crash happened)."""
-    try:
-        text = path.read_text(errors="replace").rstrip().splitlines()
-    except OSError:
-        return ""
-    fatal = next((i for i, line in enumerate(text) if line.startswith("Fatal Python error")), None)
-    if fatal is not None:
-        frames = [line.strip() for line in text[fatal + 1 :] if line.strip().startswith("File ")]
-        return " | ".join([text[fatal], *frames[: lines - 1]])
-    return " | ".join(text[-lines:])
-
-
-def kill_tree(pgid: int | None, known: dict[int, psutil.Process], grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the process group and every known descendant, then SIGKILL what is left.
-
-    Known processes are psutil handles taken while they were the cell's, so a PID reused
-    by an unrelated process since then is never signalled (psutil checks creation time).
-    """
-    procs = _alive(known)
-    _signal_group(pgid, signal.SIGTERM)
-    for proc in procs:
-        _signal(proc, signal.SIGTERM)
-    _, still = psutil.wait_procs(procs, timeout=grace_s)
-    _signal_group(pgid, signal.SIGKILL)
-    for proc in still + _alive(known):
-        _signal(proc, signal.SIGKILL)
-    psutil.wait_procs(_alive(known), timeout=grace_s)
-
-
-def _alive(known: dict[int, psutil.Process]) -> list[psutil.Process]:
-    out = []
-    for proc in known.values():
-        try:
-            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
-                out.append(proc)
-        except psutil.Error:
-            pass
-    return out
-
-
-def _signal_group(pgid: int | None, sig: int) -> None:
-    if pgid is None:
-        return
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _signal(proc: psutil.Process, sig: int) -> None:
-    try:
-        proc.send_signal(sig)
-    except psutil.Error:
-        pass
-
-
 class CellRunner:
-    """Runs one cell-repeat and returns its record (the line cells.jsonl gets)."""
+    """Runs one cell-repeat and returns its Record (the line cells.jsonl gets)."""
 
     def __init__(
         self,
@@ -206,7 +91,7 @@ class CellRunner:
         self._current: subprocess.Popen[bytes] | None = None
         self._known: dict[int, psutil.Process] = {}
 
-    def run(self, cell: Cell, repeat: int) -> dict[str, Any]:
+    def run(self, cell: Cell, repeat: int) -> Record:
         started = utc_now()
         scratch = self.store.root / "series" / f".{cell.id}-{repeat}.jsonl"
         scratch.unlink(missing_ok=True)
@@ -248,7 +133,7 @@ class CellRunner:
                 status = "timeout"
                 reason = f"no result within the {cell.timeout:g} s deadline; the cell's processes were killed"
                 if self.on_deadline is not None:
-                    live = _alive({**self._tree(proc.pid), **marked_processes(self.store.root, key)})
+                    live = alive({**self._tree(proc.pid), **marked_processes(self.store.root, key)})
                     try:
                         dump = self.on_deadline(live, self.store, key)
                     except Exception as exc:  # noqa: BLE001 - a failed dump must not stop the kill
@@ -267,61 +152,49 @@ class CellRunner:
             marked = {pid: p for pid, p in marked_processes(self.store.root, key).items() if pid != proc.pid}
             if marked:
                 psutil.wait_procs(list(marked.values()), timeout=0.3)  # group members still dying
-                survivors = _alive(marked)
+                survivors = alive(marked)
                 if survivors:
                     escaped = describe_processes(survivors)
                     self._known.update(marked)
                     kill_tree(proc.pid, {p.pid: p for p in survivors}, grace_s=0.5)
             self._current = None
         stream = ChildStream.read(scratch)
-        record: dict[str, Any] = {
-            "id": cell.id,
-            "suite": cell.suite,
-            "params": cell.params,
-            "repeat": repeat,
-            "status": status,
-            "reason": reason,
-            "started": started,
-            "ended": utc_now(),
-            "budget": {"duration": cell.duration, "warmup": cell.warmup, "work": cell.work, "timeout": cell.timeout},
-            "metrics": {},
-            "warnings": [],
-            "traceback": None,
-            "series": None,
-            "log": self.store.relative(log_path),
-            "stack_dump": dump,
-        }
+        record = Record(
+            id=cell.id,
+            suite=cell.suite,
+            params=cell.params,
+            repeat=repeat,
+            status=status,
+            reason=reason,
+            started=started,
+            ended=utc_now(),
+            budget={"duration": cell.duration, "warmup": cell.warmup, "work": cell.work, "timeout": cell.timeout},
+            log=self.store.relative(log_path),
+            stack_dump=dump,
+        )
         final = stream.final
         if final is not None and final["type"] == "result":
-            record["metrics"] = final["metrics"]
-            record["warnings"] = final.get("warnings", [])
+            record.metrics = final["metrics"]
+            record.warnings = list(final.get("warnings", []))
         elif final is not None and status == "ok":
-            record.update(
-                status="error",
-                reason=final["reason"],
-                traceback=final.get("traceback"),
-                warnings=final.get("warnings", []),
-                user_error=bool(final.get("user_error")),
-            )
+            record.status = "error"
+            record.reason = final["reason"]
+            record.traceback = final.get("traceback")
+            record.warnings = list(final.get("warnings", []))
+            record.user_error = bool(final.get("user_error"))
         elif status == "ok":
-            status = "killed" if proc.returncode < 0 else "error"
+            record.status = "killed" if proc.returncode < 0 else "error"
             tail = log_tail(log_path)
-            record.update(
-                status=status,
-                reason=f"{describe_exit(proc.returncode)} before reporting" + (f"; log: {tail}" if tail else ""),
-            )
+            record.reason = f"{describe_exit(proc.returncode)} before reporting" + (f"; log: {tail}" if tail else "")
         if escaped:
-            record["warnings"] = [
-                *record["warnings"],
-                f"processes outlived the cell outside its process group and were killed: {escaped}",
-            ]
-        if cell.memory_limit_mb and record["status"] == "error" and "MemoryError" in (record["reason"] or ""):
-            record["reason"] += f" (the cell's --memory-limit of {cell.memory_limit_mb:g} MB was reached)"
+            record.warnings.append(f"processes outlived the cell outside its process group and were killed: {escaped}")
+        if cell.memory_limit_mb and record.status == "error" and "MemoryError" in (record.reason or ""):
+            record.reason = f"{record.reason} (the cell's --memory-limit of {cell.memory_limit_mb:g} MB was reached)"
         for result in results:
-            record["metrics"].update(result.metrics)
+            record.metrics.update(result.metrics)
         series_path = self.store.series_path(cell.id, repeat)
         if write_series(series_path, stream, results):
-            record["series"] = self.store.relative(series_path)
+            record.series = self.store.relative(series_path)
         scratch.unlink(missing_ok=True)
         return record
 

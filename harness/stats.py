@@ -108,33 +108,3 @@ def verdict(interval: dict[str, float], higher_is_better: bool, tolerance: float
     if interval["high"] < 1 - tolerance:
         return "worse" if higher_is_better else "better"
     return "same"
-
-
-# Which way is better, from the metric's name (DESIGN.md names carry their unit). Rates and
-# batch sizes (bigger inference batches amortise a forward pass) go up; latencies, times,
-# memory and distance from equilibrium go down. Utilisation and counters have no
-# direction: 99 % GPU busy can be thrash as well as good use, and a counter only says how
-# long the cell ran.
-_LOWER_NAMES = {"exploitability", "nash_conv", "wall_s", "policy_lag_mean", "policy_lag_max"}
-_LOWER_TOKENS = {"ms", "us", "ns", "rss", "mem", "latency", "lag"}
-_BATCH_STATS = {"mean", "p50", "p95", "max"}
-
-
-def direction(metric: str) -> str | None:
-    """Whether "higher" or "lower" is better for this metric; None when its name does not say."""
-    tokens = metric.split("_")
-    if metric.endswith("_drift_pct_per_min"):
-        return None  # closer to zero is better, in either direction
-    if tokens[-1] in ("count", "hist"):
-        return None  # how many observations, not how good they were
-    if metric.endswith(("_per_s", "_per_min")):
-        return "higher"
-    if tokens[0] == "batch" and tokens[-1] in _BATCH_STATS:
-        return "higher"
-    if metric == "mean_return" or metric.startswith("mean_return_"):
-        return "higher"
-    if metric in _LOWER_NAMES or metric.startswith(("exploitability_", "nash_conv_")):
-        return "lower"
-    if _LOWER_TOKENS & set(tokens):
-        return "lower"
-    return None

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
+from harness.record import Record
 
+DEFAULT_RESULTS = Path("results")  # where run directories go unless --out says otherwise
 RUN_FILE = "run.json"
 CELLS_FILE = "cells.jsonl"
 SCHEMA_VERSION = 1
@@ -91,8 +93,8 @@ class RunStore:
         self.write_meta(meta)
 
     # ------------------------------------------------------------------ cells.jsonl
-    def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, default=str, allow_nan=True) + "\n"
+    def append(self, record: Record) -> None:
+        line = json.dumps(record.to_json(), default=str, allow_nan=True) + "\n"
         fd = os.open(self.root / CELLS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line.encode())
@@ -120,7 +122,7 @@ class RunStore:
         line = data.count(b"\n", 0, keep) + 1
         return f"{path}:{line}: truncated last line removed (kept in {CELLS_FILE}.torn); its cell will run again"
 
-    def iter_records(self) -> Iterator[dict[str, Any]]:
+    def iter_records(self) -> Iterator[Record]:
         path = self.root / CELLS_FILE
         if not path.exists():
             return
@@ -151,17 +153,17 @@ class RunStore:
                     f"{path}:{number}: not a cell record (missing {', '.join(missing)}); "
                     "each line is one cell-repeat: delete the broken line and `harness sweep --resume` reruns that cell"
                 )
-            yield record
+            yield Record.from_json(record)
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[Record]:
         """The latest record of every (cell id, repeat), in the order they were written."""
-        latest: dict[tuple[str, int], dict[str, Any]] = {}
+        latest: dict[tuple[str, int], Record] = {}
         for rec in self.iter_records():
-            latest[(rec["id"], rec["repeat"])] = rec
+            latest[(rec.id, rec.repeat)] = rec
         return list(latest.values())
 
     def finished(self) -> set[tuple[str, int]]:
-        return {(r["id"], r["repeat"]) for r in self.records()}
+        return {(r.id, r.repeat) for r in self.records()}
 
     # ------------------------------------------------------------------ per-cell files
     def series_path(self, cell_id: str, repeat: int) -> Path:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.executors import Job, OnRecord, OnStart
+from harness.executors.base import Job, OnRecord, OnStart
 from harness.runner import CellRunner
 from harness.store import RunStore
 

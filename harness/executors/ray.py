@@ -25,9 +25,10 @@ from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from harness.errors import UserError
-from harness.executors import Job, OnRecord, OnStart
+from harness.executors.base import Job, OnRecord, OnStart
 from harness.matrix import Cell
 from harness.probe import Resources
+from harness.record import Record
 from harness.registry import get_suite
 from harness.runner import CellRunner
 from harness.store import CELLS_FILE, RUN_FILE, RunStore
@@ -38,7 +39,8 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 def cell_resources(cell: Cell) -> Resources:
     suite = get_suite(cell.suite)
     declared = suite.resources_for(suite.params.model_validate(cell.params))
-    gpus = declared.gpus or (1 if cell.params.get("device") == "cuda" else 0)
+    device = suite.words.device
+    gpus = declared.gpus or (1 if device and str(cell.params.get(device, "")).startswith("cuda") else 0)
     return Resources(cpus=max(1, declared.cpus), gpus=gpus)
 
 
@@ -56,7 +58,7 @@ def refuse_what_cannot_fit(cells: list[Cell], cluster: dict[str, float]) -> None
         )
 
 
-def run_cell_remotely(cell_json: dict[str, Any], repeat: int) -> tuple[dict[str, Any], dict[str, bytes]]:
+def run_cell_remotely(cell_json: dict[str, Any], repeat: int) -> tuple[Record, dict[str, bytes]]:
     """Runs on a Ray worker: one cell in a scratch run directory; returns record and files."""
     scratch = Path(tempfile.mkdtemp(prefix="harness-ray-"))
     try:

@@ -9,15 +9,8 @@ from typing import Any
 
 import psutil
 
-from harness.monitors import MonitorResult
-
-
-def tree(root_pid: int) -> list[psutil.Process]:
-    try:
-        root = psutil.Process(root_pid)
-        return [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return []
+from harness.monitors.base import MonitorResult
+from harness.processes import tree
 
 
 @dataclass

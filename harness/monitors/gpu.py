@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import psutil
 
-from harness.monitors import MonitorResult
+from harness.monitors.base import MonitorResult
 
 DEFAULT_PERIOD_S = 0.1  # 10 Hz: NVML's utilisation counter itself averages over 1/6 s to 1 s
 SERIES_BIN_S = 0.5  # series rows are averaged into bins this long, so long cells stay small

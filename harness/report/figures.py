@@ -12,7 +12,6 @@ validating and templating graph_objects costs about 0.3 s a figure, more than dr
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -20,19 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.record import Record, number
+from harness.registry import vocabulary_of
+
 Figure = dict[str, Any]
 
-# The rate a suite is judged by, in order of preference; any other `*_per_s` comes after.
-RATE_PRIORITY = (
-    "iterations_per_s",
-    "games_per_min",
-    "nn_evals_per_s",
-    "env_steps_per_s",
-    "updates_per_s",
-    "moves_per_s",
-    "units_per_s",
-    "round_trips_per_s",
-)
 HEIGHT = 340
 _AXIS = {"gridcolor": "#e8e8e8", "zerolinecolor": "#cccccc", "linecolor": "#999999", "automargin": True}
 
@@ -41,37 +32,23 @@ def esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+def ok_records(records: Iterable[Record]) -> list[Record]:
+    return [r for r in records if r.ok]
 
 
-def ok_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in records if r.get("status") == "ok"]
+def primary_rate(records: list[Record]) -> str | None:
+    """The suite's headline rate among these (one suite's) records, or None."""
+    present = {k for r in ok_records(records) for k, v in r.metrics.items() if number(v) is not None}
+    return vocabulary_of(records[0].suite).headline(present) if records else None
 
 
-def primary_rate(records: list[dict[str, Any]]) -> str | None:
-    """The throughput metric to chart for these records, or None when none has one."""
-    present = {k for r in ok_records(records) for k, v in r.get("metrics", {}).items() if _number(v)}
-    for name in RATE_PRIORITY:
-        if name in present:
-            return name
-    others = sorted(k for k in present if k.endswith(("_per_s", "_per_min")) and "_drift_" not in k)
-    return others[0] if others else None
-
-
-def varying_params(records: list[dict[str, Any]]) -> list[str]:
+def varying_params(records: list[Record]) -> list[str]:
     """The params whose value differs between these records, in first-seen order."""
     names: dict[str, None] = {}
     for rec in records:
-        for key in rec.get("params", {}):
+        for key in rec.params:
             names.setdefault(key, None)
-    return [n for n in names if len({repr(r.get("params", {}).get(n)) for r in records}) > 1]
-
-
-def cell_label(rec: dict[str, Any], varying: list[str]) -> str:
-    params = rec.get("params", {})
-    text = " ".join(f"{k}={params.get(k)}" for k in varying)
-    return text or str(rec.get("id"))
+    return [n for n in names if len({repr(r.params.get(n)) for r in records}) > 1]
 
 
 def figure(data: list[dict[str, Any]], title: str, xtitle: str, ytitle: str, **layout: Any) -> Figure:
@@ -107,29 +84,31 @@ def _spread(values: list[float]) -> tuple[float, float, float]:
     return float(np.median(v)), float(v.min()), float(v.max())
 
 
-def _workers(rec: dict[str, Any], cpu_cores: int | None) -> float | None:
-    value = rec.get("params", {}).get("workers")
-    if not _number(value):
+def _workers(rec: Record, key: str, cpu_cores: int | None) -> float | None:
+    value = number(rec.params.get(key))
+    if value is None:
         return None
     if value == 0 and cpu_cores:
         return float(cpu_cores)  # workers=0 means one per core of the machine that ran it
-    return float(value) if value > 0 else None
+    return value if value > 0 else None
 
 
-def scaling_figure(records: list[dict[str, Any]], rate: str, cpu_cores: int | None) -> Figure | None:
-    """Median rate against workers (log2 axis), one line per combination of the other
-    varying params (the backend, typically), error bars spanning min to max of repeats."""
+def scaling_figure(records: list[Record], rate: str, cpu_cores: int | None) -> Figure | None:
+    """Median rate against workers (log2 axis; the suite's worker param), one line per
+    combination of the other varying params (the backend, typically), error bars spanning
+    min to max of repeats."""
+    key = vocabulary_of(records[0].suite).workers if records else None
     varying = varying_params(records)
-    if "workers" not in varying:
+    if key is None or key not in varying:
         return None
-    others = [p for p in varying if p != "workers"]
+    others = [p for p in varying if p != key]
     lines: dict[str, dict[float, list[float]]] = {}
     for rec in ok_records(records):
-        x, y = _workers(rec, cpu_cores), rec.get("metrics", {}).get(rate)
-        if x is None or not _number(y):
+        x, y = _workers(rec, key, cpu_cores), rec.number(rate)
+        if x is None or y is None:
             continue
-        name = " ".join(f"{p}={rec['params'].get(p)}" for p in others) or rate
-        lines.setdefault(name, {}).setdefault(x, []).append(float(y))
+        name = " ".join(f"{p}={rec.params.get(p)}" for p in others) or rate
+        lines.setdefault(name, {}).setdefault(x, []).append(y)
     if not lines:
         return None
     data = []
@@ -146,28 +125,27 @@ def scaling_figure(records: list[dict[str, Any]], rate: str, cpu_cores: int | No
                 "y": [st[0] for st in stats],
                 "name": esc(name),
                 "customdata": [[len(points[x])] for x in xs],
-                "hovertemplate": "workers %{x}<br>median %{y:.4g}<br>repeats %{customdata[0]}",
+                "hovertemplate": key + " %{x}<br>median %{y:.4g}<br>repeats %{customdata[0]}",
                 **_error(stats),
             }
         )
     tickvals = sorted(ticks)
     return figure(
         data,
-        f"{rate} against workers (median; bars: min-max of repeats)",
-        "workers (log2 axis)",
+        f"{rate} against {key} (median; bars: min-max of repeats)",
+        f"{key} (log2 axis)",
         rate,
         xaxis={"type": "log", "tickvals": tickvals, "ticktext": [f"{t:g}" for t in tickvals]},
     )
 
 
-def bars_figure(records: list[dict[str, Any]], rate: str) -> Figure | None:
+def bars_figure(records: list[Record], rate: str) -> Figure | None:
     """Median rate per cell when the sweep has no workers axis to draw a curve along."""
-    varying = varying_params(records)
     cells: dict[str, list[float]] = {}
     for rec in ok_records(records):
-        y = rec.get("metrics", {}).get(rate)
-        if _number(y):
-            cells.setdefault(cell_label(rec, varying), []).append(float(y))
+        y = rec.number(rate)
+        if y is not None:
+            cells.setdefault(rec.label, []).append(y)
     if not cells:
         return None
     names = list(cells)
@@ -185,10 +163,10 @@ def bars_figure(records: list[dict[str, Any]], rate: str) -> Figure | None:
 Series = dict[str, tuple[list[float], list[float]]]
 
 
-def load_series(run_dir: Path, rec: dict[str, Any]) -> Series | None:
+def load_series(run_dir: Path, rec: Record) -> Series | None:
     """A cell-repeat's tidy series CSV (t_s, phase, metric, value) as metric -> (t, values),
     or None when it has none."""
-    rel = rec.get("series")
+    rel = rec.series
     if not rel:
         return None
     try:
@@ -229,25 +207,24 @@ def timeline_figure(
     return figure(data, title, "time since the cell started (s)", ytitle)
 
 
-def hist_names(records: list[dict[str, Any]]) -> list[str]:
+def hist_names(records: list[Record]) -> list[str]:
     names: dict[str, None] = {}
     for rec in records:
-        for key, value in rec.get("metrics", {}).items():
+        for key, value in rec.metrics.items():
             if key.endswith("_hist") and isinstance(value, dict) and value:
                 names.setdefault(key, None)
     return list(names)
 
 
-def hist_figure(records: list[dict[str, Any]], name: str) -> Figure | None:
+def hist_figure(records: list[Record], name: str) -> Figure | None:
     """Counts of each observed value (e.g. inference batch size), summed over a cell's
     repeats, one bar series per cell."""
-    varying = varying_params(records)
     cells: dict[str, dict[float, float]] = {}
     for rec in records:
-        hist = rec.get("metrics", {}).get(name)
+        hist = rec.metrics.get(name)
         if not isinstance(hist, dict):
             continue
-        counts = cells.setdefault(cell_label(rec, varying), {})
+        counts = cells.setdefault(rec.label, {})
         for value, count in hist.items():
             try:
                 counts[float(value)] = counts.get(float(value), 0.0) + float(count)

@@ -19,13 +19,14 @@ from typing import Any
 
 import plotly.io as pio
 
+from harness.diagnosis.findings import severity_rank
+from harness.record import Record, number
+from harness.registry import vocabulary_of
 from harness.report import figures
-from harness.report.terminal import HEADLINE
 
 REPORT_FILE = "report.html"
 MAX_TABLE_METRICS = 8
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
-SEVERITY_ORDER = {"critical": 0, "error": 1, "warning": 2, "warn": 2, "info": 3}
 NOT_RUN_REASON = "no record: the sweep was interrupted or is still running (finish it with harness sweep --resume)"
 
 
@@ -207,7 +208,7 @@ def findings_section(findings: list[dict[str, Any]] | None) -> str:
         return head + '<p class="note">No diagnosis was run for this report.</p></section>'
     if not findings:
         return head + '<p class="note">No findings: no diagnosis rule fired.</p></section>'
-    ordered = sorted(findings, key=lambda f: SEVERITY_ORDER.get(str(f.get("severity", "")).lower(), 9))
+    ordered = sorted(findings, key=lambda f: severity_rank(str(f.get("severity", ""))))
     rows, attrs = [], []
     for f in ordered:
         severity = str(f.get("severity", ""))
@@ -231,73 +232,67 @@ def findings_section(findings: list[dict[str, Any]] | None) -> str:
 # ---------------------------------------------------------------------- suites
 
 
-def _not_run(meta: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _not_run(meta: dict[str, Any], records: list[Record]) -> list[Record]:
     """Cells the run planned (run.json) that have no record: shown as `not run`."""
-    done = {(r["id"], r["repeat"]) for r in records}
+    done = {(r.id, r.repeat) for r in records}
     missing = []
     for cell in meta.get("cells") or []:
         for repeat in range(int(cell.get("repeats", 1))):
             if (cell.get("id"), repeat) not in done:
                 missing.append(
-                    {
-                        "id": cell.get("id"),
-                        "suite": cell.get("suite"),
-                        "params": cell.get("params", {}),
-                        "repeat": repeat,
-                        "status": "not run",
-                        "reason": NOT_RUN_REASON,
-                        "metrics": {},
-                    }
-                )
+                    Record(
+                        str(cell.get("id")), str(cell.get("suite")), cell.get("params", {}), repeat, "not run",
+                        NOT_RUN_REASON,
+                    )
+                )  # fmt: skip
     return missing
 
 
-def _table_metrics(records: list[dict[str, Any]], rate: str | None) -> list[str]:
-    present = {k for r in records for k, v in r.get("metrics", {}).items() if figures._number(v)}
+def _table_metrics(records: list[Record], rate: str | None) -> list[str]:
+    present = {k for r in records for k, v in r.metrics.items() if number(v) is not None}
     chosen = [rate] if rate else []
-    if rate and f"{rate}_drift_pct_per_min" in present:
-        chosen.append(f"{rate}_drift_pct_per_min")
-    chosen += [m for m in HEADLINE if m in present and m not in chosen]
+    drift = f"{rate.removesuffix('_per_min')}_per_s_drift_pct_per_min" if rate else None
+    if drift in present:
+        chosen.append(drift)
+    columns = vocabulary_of(records[0].suite).columns(present) if records else []
+    chosen += [m for m in columns if m not in chosen]
     return chosen[:MAX_TABLE_METRICS]
 
 
-def cells_table(records: list[dict[str, Any]], rate: str | None) -> str:
-    varying = figures.varying_params(records) or [k for k in (records[0].get("params") or {})][:4]
+def cells_table(records: list[Record], rate: str | None) -> str:
+    varying = figures.varying_params(records) or list(records[0].params)[:4]
     metrics = _table_metrics(records, rate)
     headers = ["id", "repeat", *varying, "status", "reason", *metrics, "warnings"]
     rows, attrs = [], []
     seen: set[str] = set()
     for rec in records:
-        cid = str(rec.get("id"))
+        cid = rec.id
         anchor = f'<a id="cell-{esc(cid)}"></a>' if cid not in seen else ""
         seen.add(cid)
-        params = rec.get("params") or {}
-        status = str(rec.get("status"))
-        warnings = rec.get("warnings") or []
+        params = rec.params
+        status = rec.status
         rows.append(
             [
-                Raw(f'{anchor}<span id="cell-{esc(cid)}-{esc(rec.get("repeat"))}">{esc(cid)}</span>'),
-                rec.get("repeat"),
+                Raw(f'{anchor}<span id="cell-{esc(cid)}-{esc(rec.repeat)}">{esc(cid)}</span>'),
+                rec.repeat,
                 *(
                     params.get(p) if not isinstance(params.get(p), dict | list) else json.dumps(params.get(p))
                     for p in varying
                 ),
                 status,
-                rec.get("reason") or "",
-                *(rec.get("metrics", {}).get(m) for m in metrics),
-                "; ".join(str(w) for w in warnings),
+                rec.reason or "",
+                *(rec.metrics.get(m) for m in metrics),
+                "; ".join(str(w) for w in rec.warnings),
             ]
         )
         attrs.append(f' class="status-{esc(status.replace(" ", "-"))}"')
     return table(headers, rows, attrs)
 
 
-def suite_section(
-    run_dir: Path, meta: dict[str, Any], suite: str, records: list[dict[str, Any]], charts: Charts
-) -> str:
+def suite_section(run_dir: Path, meta: dict[str, Any], suite: str, records: list[Record], charts: Charts) -> str:
     parts = [f'<section class="suite" id="suite-{esc(suite)}"><h2>Suite {esc(suite)}</h2>']
-    ids = {r["id"] for r in records}
-    bad = [r for r in records if r.get("status") != "ok"]
+    ids = {r.id for r in records}
+    bad = [r for r in records if not r.ok]
     summary = f"{len(ids)} cells, {len(records)} cell-repeats"
     if bad:
         summary += f", {len(bad)} not ok (see the table: they are excluded from the charts' medians)"
@@ -320,9 +315,9 @@ def suite_section(
     for rec in records:
         frame = figures.load_series(run_dir, rec)
         if frame is not None:
-            label = f"{figures.cell_label(rec, figures.varying_params(records))} #{rec.get('repeat')}"
-            if rec.get("status") != "ok":
-                label += f" ({rec.get('status')})"
+            label = f"{rec.label} #{rec.repeat}"
+            if not rec.ok:
+                label += f" ({rec.status})"
             series.append((label, frame))
 
     parts.append("<h3>Throughput over time</h3>")
@@ -375,13 +370,13 @@ def suite_section(
 def render_run(
     run_dir: Path,
     meta: dict[str, Any],
-    records: list[dict[str, Any]],
+    records: list[Record],
     findings: list[dict[str, Any]] | None = None,
 ) -> str:
     everything = records + _not_run(meta, records)
-    suites: dict[str, list[dict[str, Any]]] = {}
+    suites: dict[str, list[Record]] = {}
     for rec in everything:
-        suites.setdefault(str(rec.get("suite")), []).append(rec)
+        suites.setdefault(rec.suite, []).append(rec)
     charts = Charts()
     parts = [header(run_dir, meta)]
     if suites:
@@ -398,7 +393,7 @@ def render_run(
 def write_html(
     run_dir: Path,
     meta: dict[str, Any],
-    records: list[dict[str, Any]],
+    records: list[Record],
     findings: list[dict[str, Any]] | None = None,
 ) -> Path:
     path = run_dir / REPORT_FILE

@@ -9,8 +9,10 @@ from typing import Any
 
 import pandas as pd
 
+from harness.diagnosis.findings import severity_rank
+from harness.record import Record
 from harness.report.figures import primary_rate, varying_params
-from harness.report.html import SEVERITY_ORDER, fmt
+from harness.report.html import fmt
 from harness.results import summary_frame
 
 MARKDOWN_FILE = "summary.md"
@@ -30,11 +32,11 @@ def _row(cells: list[Any]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def cells_table(records: list[dict[str, Any]]) -> list[str]:
+def cells_table(records: list[Record]) -> list[str]:
     lines = []
     summary = summary_frame(records)
     for suite, group in summary.groupby("suite", sort=False):
-        suite_records = [r for r in records if r["suite"] == suite]
+        suite_records = [r for r in records if r.suite == suite]
         varying = varying_params(suite_records)
         rate = primary_rate(suite_records)
         metrics = [m for m in (rate, "work_done", "cpu_util_mean", "rss_peak_mb") if m and f"{m}_median" in group]
@@ -65,7 +67,7 @@ def findings_lines(findings: list[dict[str, Any]] | None) -> list[str]:
         return lines + ["No findings.", ""]
     lines.append(_row(["severity", "rule", "cells", "evidence", "hint"]))
     lines.append(_row(["---"] * 5))
-    for f in sorted(findings, key=lambda f: SEVERITY_ORDER.get(str(f.get("severity", "")).lower(), 9)):
+    for f in sorted(findings, key=lambda f: severity_rank(str(f.get("severity", "")))):
         cells = f.get("cells") or []
         evidence = f.get("evidence")
         if isinstance(evidence, dict):
@@ -84,8 +86,8 @@ def findings_lines(findings: list[dict[str, Any]] | None) -> list[str]:
     return lines + [""]
 
 
-def render(meta: dict[str, Any], records: list[dict[str, Any]], findings: list[dict[str, Any]] | None = None) -> str:
-    failed = sum(r["status"] != "ok" for r in records)
+def render(meta: dict[str, Any], records: list[Record], findings: list[dict[str, Any]] | None = None) -> str:
+    failed = sum(not r.ok for r in records)
     title = meta.get("label") or "run"
     gpu = "; ".join(str(g.get("name", "?")) for g in meta.get("gpus") or []) or f"none ({meta.get('gpu_reason')})"
     lines = [
@@ -103,7 +105,7 @@ def render(meta: dict[str, Any], records: list[dict[str, Any]], findings: list[d
 
 
 def write_markdown(
-    run_dir: Path, meta: dict[str, Any], records: list[dict[str, Any]], findings: list[dict[str, Any]] | None = None
+    run_dir: Path, meta: dict[str, Any], records: list[Record], findings: list[dict[str, Any]] | None = None
 ) -> Path:
     path = run_dir / MARKDOWN_FILE
     path.write_text(render(meta, records, findings), encoding="utf-8")

@@ -9,8 +9,8 @@ second, byte and integer, so values are converted:
   seconds: 400 iterations/s is exported as 2.5 ms per iteration, and pyperf's "faster" then
   means what it says;
 - times (`*_s`, `*_ms`, `*_us`, `*_ns`) become seconds; sizes (`*_mb`) become bytes;
-- other lower-is-better values (exploitability, nash_conv) are exported as they are with
-  unit "integer" (pyperf's unitless number).
+- other lower-is-better values (a suite's quality metrics, e.g. a distance from equilibrium)
+  are exported as they are with unit "integer" (pyperf's unitless number).
 
 Values that are zero or missing are left out (pyperf requires values > 0); a benchmark
 with no value left is skipped and named in the returned list.
@@ -21,12 +21,10 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
 
-from harness.baseline import load_run, ok_values
+from harness.baselines import load_run
 from harness.errors import UserError
-from harness.labels import cell_label
-from harness.stats import direction
+from harness.record import CellGroup
 
 _TIME_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 _RATE_SCALE = {"s": 1.0, "min": 60.0, "h": 3600.0}
@@ -45,30 +43,31 @@ def convert(metric: str, value: float) -> tuple[float, str] | None:
     return value, "integer"
 
 
-def default_metrics(cells: list[dict[str, Any]]) -> list[str]:
+def default_metrics(cells: list[CellGroup]) -> list[str]:
     names: dict[str, None] = {}
     for cell in cells:
-        for rep in cell["repeats"]:
-            for m in rep["metrics"]:
-                if re.search(r"_per_(s|min|h)$", m) and direction(m) == "higher":
+        for rec in cell.records:
+            for m in rec.metrics:
+                if re.search(r"_per_(s|min|h)$", m) and cell.vocabulary.direction(m) == "higher":
                     names.setdefault(m, None)
     return list(names)
 
 
-def benchmark_name(cell: dict[str, Any], metric: str) -> str:
+def benchmark_name(cell: CellGroup, metric: str) -> str:
     shown = f"{metric} (time per unit)" if re.search(r"_per_(s|min|h)$", metric) else metric
-    return f"{cell['suite']}[{cell_label(cell['suite'], cell['params'])}] {shown}"
+    return f"{cell.suite}[{cell.label}] {shown}"
 
 
 def export(run_dir: Path, out: Path, metrics: list[str] | None = None) -> tuple[int, list[str]]:
     import pyperf
 
     run = load_run(run_dir)
-    metrics = metrics or default_metrics(run["cells"])
+    metrics = metrics or default_metrics(run.cells)
     for metric in metrics:
-        if direction(metric) is None:
+        owners = [c for c in run.cells if any(metric in r.metrics for r in c.records)]
+        if all(c.vocabulary.direction(metric) is None for c in owners):
             raise UserError(f"--metric {metric}: pyperf needs lower-is-better values and this name says neither way")
-    meta = run["run"]
+    meta = run.run
     common = {
         k: str(v)
         for k, v in (("commit_id", meta.get("git_commit")), ("hostname", meta.get("hostname")),
@@ -76,33 +75,23 @@ def export(run_dir: Path, out: Path, metrics: list[str] | None = None) -> tuple[
         if v
     }  # fmt: skip
     benchmarks, skipped = [], []
-    for cell in run["cells"]:
+    for cell in run.cells:
         for metric in metrics:
             runs = []
-            for repeat, value in ok_values(cell, metric).items():
+            for repeat, value in cell.by_repeat(metric).items():
                 converted = convert(metric, value)
                 if converted is None:
                     continue
                 number, unit = converted
                 md = {"name": benchmark_name(cell, metric), "unit": unit, "harness_metric": metric,
-                      "harness_cell": cell["id"], "harness_repeat": repeat, **common}  # fmt: skip
+                      "harness_cell": cell.id, "harness_repeat": repeat, **common}  # fmt: skip
                 runs.append(pyperf.Run([number], metadata=md, collect_metadata=False))
             if runs:
                 benchmarks.append(pyperf.Benchmark(runs))
-            elif any(metric in r["metrics"] for r in cell["repeats"]):
+            elif any(metric in r.metrics for r in cell.records):
                 skipped.append(benchmark_name(cell, metric))
     if not benchmarks:
         raise UserError(f"{run_dir}: nothing to export for metrics {', '.join(metrics) or '(none found)'}")
     out.parent.mkdir(parents=True, exist_ok=True)
     pyperf.BenchmarkSuite(benchmarks).dump(str(out), replace=True)
     return len(benchmarks), skipped
-
-
-def cmd_export(run_dir: Path, pyperf_out: Path | None, metrics: list[str] | None) -> int:
-    if pyperf_out is None:
-        raise UserError("say what to export: --pyperf OUT.json")
-    count, skipped = export(run_dir, pyperf_out, metrics)
-    for name in skipped:
-        print(f"skipped {name}: no value > 0")
-    print(f"{count} pyperf benchmarks (rates exported as time per unit) written: {pyperf_out}")
-    return 0

@@ -10,29 +10,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from harness.record import Record
+from harness.registry import vocabulary_of
 from harness.results import param_columns, summary_frame
 
-HEADLINE = (
-    "iterations_per_s",
-    "games_per_min",
-    "moves_per_s",
-    "nn_evals_per_s",
-    "env_steps_per_s",
-    "updates_per_s",
-    "units_per_s",
-    "round_trips_per_s",
-    "batch_mean",
-    "efficiency_pct",
-    "wait_ms_p95",
-    "exploitability",
-    "nash_conv",
-    "mean_return",
-    "work_done",
-    "work_requested",
-    "cpu_util_mean",
-    "rss_peak_mb",
-    "gpu_util_mean",
-)
 MAX_METRICS = 7
 PIPE_WIDTH = 160  # when stdout is a file or CI log, 80 columns would fold every table
 
@@ -52,17 +33,17 @@ def _fmt(value: Any) -> str:
     return escape(str(value))
 
 
-def render(records: list[dict[str, Any]], console: Console | None = None) -> None:
+def render(records: list[Record], console: Console | None = None) -> None:
     console = console or console_for_stdout()
     summary = summary_frame(records)
     if summary.empty:
         console.print("no finished cells")
         return
     for suite, group in summary.groupby("suite", sort=False):
-        suite_records = [r for r in records if r["suite"] == suite]
+        suite_records = [r for r in records if r.suite == suite]
         params = [p for p in param_columns(suite_records) if p in group and group[p].astype(str).nunique() > 1]
-        metrics = [m for m in HEADLINE if f"{m}_median" in group and group[f"{m}_median"].notna().any()]
-        metrics = metrics[:MAX_METRICS]
+        present = {c.removesuffix("_median") for c in group.columns if c.endswith("_median") and group[c].notna().any()}
+        metrics = vocabulary_of(str(suite)).columns(present)[:MAX_METRICS]
         table = Table(title=f"{suite} ({len(group)} cells)", title_justify="left")
         for col in ["id", *params, "status"]:
             table.add_column(col)
@@ -86,7 +67,7 @@ SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def render_findings(findings: list[Any], console: Console | None = None) -> None:
-    """Diagnoses (harness.diagnose.Finding), most severe first: severity, rule and cells on
+    """Diagnoses (harness.diagnosis.Finding), most severe first: severity, rule and cells on
     one line, the finding with its remedy indented below (hints are long; a table column
     would fold them into a narrow strip)."""
     console = console or console_for_stdout()

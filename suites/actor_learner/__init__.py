@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.probe import Probe, Resources, Suite
+from harness.probe import Probe, Quality, Rate, Resources, Suite, Vocabulary
 from suites.actor_learner.params import Params
 
 
@@ -26,12 +26,27 @@ def resources(params: Any) -> Resources:
     return Resources(cpus=cpus, gpus=1 if params.device == "cuda" else 0)
 
 
+VOCABULARY = Vocabulary(
+    rates=(Rate("env_steps"), Rate("updates")),
+    workers="agents",
+    quality=(Quality("mean_return", "higher"),),
+    metrics={"work_wall_s": "lower", "train_return_mean": "higher"},
+    report=("mean_return",),
+    signals={"reuse_ratio": "replay_ratio", "consumer_cpu_s": "learner_cpu_s", "producer_cpu_s": "main_cpu_s"},
+    remedies={
+        "busy_wait.poll": "block until the actor writes instead of polling (wait=event)",
+        "busy_wait.publish": "publish less often (a larger publish_interval) or publish only what changed",
+        "busy_wait.spin": "train only as new data arrives (throttle=true) so the actor keeps its CPU",
+    },
+)
+
 SUITE = Suite(
     name="actor_learner",
     description="multi-agent DQN on CartPole: shared replay rings, weight publishing, wait strategies",
     params=Params,
     run=run,
     resources=resources,
+    vocabulary=VOCABULARY,
 )
 
 __all__ = ["SUITE", "Params", "run"]

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.probe import Probe, Resources, Suite, resolve_workers
+from harness.probe import Probe, Quality, Rate, Resources, Suite, Vocabulary, resolve_workers
 
 
 class Params(BaseModel):
@@ -70,12 +70,25 @@ def run(params: Any, probe: Probe) -> None:
     run_mccfr(params, probe)
 
 
+VOCABULARY = Vocabulary(
+    rates=(Rate("iterations"),),
+    # distance from equilibrium: deterministic per seed, workers and staleness at a fixed
+    # number of iterations, so a baseline's worst value bounds it there
+    quality=(
+        Quality("nash_conv", "lower", bound_at_fixed_work=True),
+        Quality("exploitability", "lower", bound_at_fixed_work=True),
+    ),
+    metrics={"exploitability_s": "lower", "sync_share": "lower"},
+    report=("exploitability", "nash_conv"),
+)
+
 SUITE = Suite(
     name="mccfr",
     description="external-sampling MCCFR on Kuhn/Leduc/large Leduc; sequential, threads, processes, ray",
     params=Params,
     run=run,
     resources=_resources,
+    vocabulary=VOCABULARY,
 )
 
 __all__ = ["Params", "SUITE", "run"]

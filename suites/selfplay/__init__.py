@@ -16,7 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.probe import Probe, Resources, Suite, resolve_workers
+from harness.probe import Probe, Rate, Resources, Suite, Vocabulary, resolve_workers
+from suites.selfplay.limits import FORWARD
 
 Backend = Literal["sequential", "threads", "processes", "server", "ray"]
 
@@ -100,10 +101,22 @@ def run(params: Params, probe: Probe) -> None:
     run_selfplay(params, probe, started)
 
 
+VOCABULARY = Vocabulary(
+    # a game lasts 7-42 moves and many seconds at 128 workers: moves are the finer count
+    rates=(Rate("games", per="min", made_of="moves"), Rate("moves"), Rate("nn_evals")),
+    report=("batch_mean", "wait_ms_p95"),
+    remedies={
+        "small_batches": "more workers, more leaves per search or a longer timeout_ms",
+        "gpu_thrash": "share one net per GPU: backend=server batches every worker's requests",
+    },
+    limits=(FORWARD,),
+)
+
 SUITE = Suite(
     name="selfplay",
     description="AlphaZero-style Connect Four self-play: batched MCTS, PyTorch net, inference server",
     params=Params,
     run=run,
     resources=resources,
+    vocabulary=VOCABULARY,
 )

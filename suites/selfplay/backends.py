@@ -146,7 +146,9 @@ class _Accounting:
         self.reported += delta
         phase = self.probe.current_phase
         if self.hist_start is None and phase != "warmup":
-            self.hist_start = totals[TALLY_WIDTH:].copy()
+            # fixed work: the window opened as the workers started, before any batch
+            fixed = self.probe.target_work is not None
+            self.hist_start = np.zeros_like(totals[TALLY_WIDTH:]) if fixed else totals[TALLY_WIDTH:].copy()
             if self.on_measure is not None:
                 self.on_measure()
         if self.hist_end is None and phase == "stopped":
@@ -178,7 +180,8 @@ def _supervise(probe: Probe, accounting: _Accounting, wait: Callable[[float], No
     while True:
         stop = probe.should_stop()
         if not stop and finished():
-            probe.stop()  # fixed work done: shutting down counts in no rate
+            accounting.update()  # the last of the fixed work belongs to the window ...
+            probe.stop()  # ... and shutting down counts in no rate
             stop = True
         accounting.update()
         if stop:
@@ -205,6 +208,7 @@ def _sequential(ctx: Context) -> set[str]:
 
     ctx.workers_up()
     run_worker(0, evaluator, ctx.play_config, ctx.seed(0), ctx.shares[0], shared, should_stop)
+    accounting.update()  # the last games belong to the window, which closes now
     ctx.probe.stop()
     accounting.finish(observe_batches=True)
     accounting.report_work()
@@ -430,6 +434,7 @@ def _server(ctx: Context) -> set[str]:
     for wait_ms, count in zip(waits.tolist(), counts.tolist(), strict=True):
         ctx.probe.observe("wait_ms", wait_ms, count)
     ctx.probe.set("server_start_method", server.start_method)
+    ctx.probe.set("batch_limit", params.max_batch)  # the batch a server may fire: SMALL_BATCHES' yardstick
     return {info["device"]}
 
 

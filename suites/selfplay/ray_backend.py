@@ -115,6 +115,7 @@ def run_ray(ctx: Context) -> set[str]:
     accounting.finish(observe_batches=local)
     accounting.report_work()
     if stats is not None:
+        probe.set("batch_limit", params.max_batch)  # the batch the inference actor may fire
         for size, count in stats["batch_hist"].items():
             probe.observe("batch", size, count)
         waits, counts = np.unique(np.round(stats["waits_ms"].astype(np.float64), 2), return_counts=True)

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.probe import Probe, Resources, Suite, resolve_workers
+from harness.probe import Probe, Rate, Reference, Resources, Suite, Vocabulary, resolve_workers
 
 
 class Params(BaseModel):
@@ -49,10 +49,21 @@ def resources(params: Params) -> Resources:
     return Resources(cpus=resolve_workers(params.workers) if params.kind == "spin" else 2)
 
 
+VOCABULARY = Vocabulary(
+    rates=(Rate("units"), Rate("round_trips")),
+    # the yardstick: a healthy spin cell; one worker and default sizes are preferred
+    reference=Reference(
+        params={"kind": "spin", "slowdown": 1.0, "fail": "none"},
+        metric="units_per_s",
+        prefer={**Params().model_dump(mode="json"), "workers": 1},
+    ),
+)
+
 SUITE = Suite(
     name="synthetic",
     description="calibration: CPU spin units/s in worker processes; IPC round-trip latency (Queue, Pipe, shm)",
     params=Params,
     run=run,
     resources=resources,
+    vocabulary=VOCABULARY,
 )

@@ -6,21 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from harness.store import RunStore
+from tests.records import make_record
 
 SPIN = {"kind": "spin", "workers": 1, "unit_size": 20000, "slowdown": 1.0, "fail": "none"}
 
 
 def record(cid, params, repeat, metrics, status="ok", suite="synthetic", work=None):
-    return {
-        "id": cid,
-        "suite": suite,
-        "params": params,
-        "repeat": repeat,
-        "status": status,
-        "reason": None if status == "ok" else "injected failure",
-        "budget": {"duration": None if work else 1.0, "warmup": 0.0, "work": work, "timeout": 60},
-        "metrics": metrics,
-    }
+    return make_record(cid, metrics, params, suite=suite, repeat=repeat, status=status, work=work, duration=1.0)
 
 
 def make_run(root, cells, repeats=5, speed=1.0, noise=0.01, seed=0, extra=()):

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.record import Record
 from harness.store import RunStore
+from tests.records import make_record
 
 XSS = "<script>alert(1)</script>"
 
@@ -40,22 +42,8 @@ FINDINGS = [
 ]
 
 
-def record(cell_id: str, repeat: int, params: dict[str, Any], metrics: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    rec = {
-        "id": cell_id,
-        "suite": "toy",
-        "params": params,
-        "repeat": repeat,
-        "status": "ok",
-        "reason": None,
-        "started": "2026-01-01T00:00:00Z",
-        "ended": "2026-01-01T00:00:01Z",
-        "metrics": metrics,
-        "warnings": [],
-        "series": None,
-    }
-    rec.update(extra)
-    return rec
+def record(cell_id: str, repeat: int, params: dict[str, Any], metrics: dict[str, Any], **extra: Any) -> Record:
+    return make_record(cell_id, metrics, params, suite="toy", repeat=repeat, **extra)
 
 
 def series_csv(rate: float, gpu: bool = True) -> str:
@@ -124,6 +112,6 @@ def make_run(
     store = RunStore.create(root, label, {**META, "label": label, "cells": cells})
     for rec in records:
         store.append(rec)
-        if rec["series"]:
-            (store.root / rec["series"]).write_text(series_csv(rec["metrics"]["games_per_s"]))
+        if rec.series:
+            (store.root / rec.series).write_text(series_csv(rec.metrics["games_per_s"]))
     return store.root

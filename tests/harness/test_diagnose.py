@@ -4,24 +4,16 @@ import json
 
 import pytest
 
-from harness.diagnose import diagnose
+from harness.diagnosis import diagnose
 from harness.store import RunStore
 from tests.conftest import read_records, run_dirs
+from tests.records import make_record
 
 META = {"cpu_cores": 2}
 
 
 def rec(cell_id, metrics, params=None, suite="demo", repeat=0, status="ok", work=None):
-    return {
-        "id": cell_id,
-        "suite": suite,
-        "params": params or {},
-        "repeat": repeat,
-        "status": status,
-        "reason": None,
-        "metrics": metrics,
-        "budget": {"duration": 5.0, "warmup": 0.0, "work": work, "timeout": 60},
-    }
+    return make_record(cell_id, metrics, params, suite=suite, repeat=repeat, status=status, work=work)
 
 
 def rules(records, meta=META):
@@ -141,20 +133,19 @@ def test_gpu_thrash_quiet_when_per_worker_throughput_holds():
 SERVER = {"backend": "server", "workers": 2, "leaves": 1, "max_batch": 256, "timeout_ms": 5.0}
 
 
-def test_small_batches_fires_and_names_the_knobs():
-    f = only([rec("a", {"batch_mean": 3.1, "batch_p95": 4.0}, SERVER)], "SMALL_BATCHES")
+def test_small_batches_fires_and_names_the_suites_knobs():
+    m = {"batch_mean": 3.1, "batch_p95": 4.0, "batch_limit": 256}
+    f = only([rec("a", m, SERVER, suite="selfplay")], "SMALL_BATCHES")
     assert f.hint == "batch mean 3.1 of max 256: more workers, more leaves per search or a longer timeout_ms"
+    generic = only([rec("a", m, SERVER)], "SMALL_BATCHES")  # a suite that names no remedy
+    assert generic.hint.startswith("batch mean 3.1 of max 256: more requests in flight")
 
 
-def test_small_batches_prefers_a_suite_reported_limit():
-    m = {"batch_mean": 3.0, "batch_limit": 4}
-    assert "SMALL_BATCHES" not in rules([rec("a", m, SERVER)])
-
-
-def test_small_batches_quiet_on_full_batches_and_on_non_server_backends():
+def test_small_batches_quiet_on_full_batches_and_without_a_batch_limit():
     records = [
-        rec("a", {"batch_mean": 200.0}, SERVER),
-        rec("b", {"batch_mean": 3.0}, {**SERVER, "backend": "processes"}),
+        rec("a", {"batch_mean": 200.0, "batch_limit": 256}, SERVER),
+        rec("b", {"batch_mean": 3.0, "batch_limit": 4}, SERVER),
+        rec("c", {"batch_mean": 3.0}, {**SERVER, "backend": "processes"}),  # no server, no limit reported
     ]
     assert "SMALL_BATCHES" not in rules(records)
 
@@ -188,9 +179,11 @@ def test_negative_scaling_quiet_within_noise_and_across_other_params():
 
 # ------------------------------------------------------------------ BUSY_WAIT
 def test_busy_wait_fires_on_cpu_burned_while_waiting():
-    f = only([rec("a", {"wait_s": 10.0, "learner_wait_cpu_s": 6.0, "cpu_ctx_vol": 9000})], "BUSY_WAIT")
+    m = {"wait_s": 10.0, "learner_wait_cpu_s": 6.0, "cpu_ctx_vol": 9000}
+    f = only([rec("a", m, suite="actor_learner")], "BUSY_WAIT")
     assert f.hint.startswith("learners burned 6 CPU s in 10 s of waiting (60 % of a core)")
-    assert "wait=event" in f.hint
+    assert "wait=event" in f.hint  # the suite's remedy names its knob
+    assert "block on an event" in only([rec("a", m)], "BUSY_WAIT").hint  # the generic one
 
 
 def test_busy_wait_fires_on_a_wait_share_with_busy_cores_and_on_heavy_publishing():
@@ -201,13 +194,14 @@ def test_busy_wait_fires_on_a_wait_share_with_busy_cores_and_on_heavy_publishing
 def test_busy_wait_fires_on_learners_spinning_on_stale_data():
     # the naive actor-learner config as measured (docs/benchmarks.md, Actor-learner, run B)
     naive = {"replay_ratio": 4.76, "learner_cpu_s": 37.7, "main_cpu_s": 7.4, "learner_wait_cpu_s": 0.01, "wait_s": 0.1}
-    f = only([rec("a", naive)], "BUSY_WAIT")
+    f = only([rec("a", naive, suite="actor_learner")], "BUSY_WAIT")
     assert "throttle=true" in f.hint and f.evidence["replay_ratio"] == 4.76
+    assert "BUSY_WAIT" not in rules([rec("a", naive)])  # no suite maps its metrics onto the signals
 
 
 def test_busy_wait_quiet_when_waits_block():
     records = [
-        rec("t", {"replay_ratio": 1.0, "learner_cpu_s": 10.8, "main_cpu_s": 7.9}),  # the tuned config
+        rec("t", {"replay_ratio": 1.0, "learner_cpu_s": 10.8, "main_cpu_s": 7.9}, suite="actor_learner"),  # tuned
         rec("a", {"wait_s": 12.0, "learner_wait_cpu_s": 0.06}),  # event waits measured here: 0.5 % of a core
         rec("b", {"wait_share": 0.8, "cpu_util_mean": 30.0, "cpu_procs_peak": 3}),
         rec("c", {"wait_s": 0.1, "learner_wait_cpu_s": 0.1}),  # too little waiting to judge
@@ -250,7 +244,7 @@ def test_healthy_run_has_no_findings():
 def test_diagnose_cli_prints_findings_and_json(cli, tmp_path):
     store = RunStore.create(tmp_path, "made", META)
     store.append(rec("a", {"work_requested": 10, "work_done": 7}))
-    store.append(rec("b", {"batch_mean": 2.0}, SERVER))
+    store.append(rec("b", {"batch_mean": 2.0, "batch_limit": 256}, SERVER))
     result = cli("diagnose", store.root, "--json")
     assert result.exit_code == 0, result.output
     found = json.loads(result.output)

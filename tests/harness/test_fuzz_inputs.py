@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from harness import commands
+from harness.commands import sweep as sweep_command
 from harness.cli import app
 from suites.synthetic import Params
 
@@ -30,7 +30,7 @@ def invoke(monkeypatch):
     def refuse(*args, **kwargs):
         raise Parsed
 
-    monkeypatch.setattr(commands, "new_run", refuse)
+    monkeypatch.setattr(sweep_command, "new_run", refuse)
     runner = CliRunner()
     return lambda *args: runner.invoke(app, [str(a) for a in args], catch_exceptions=True)
 

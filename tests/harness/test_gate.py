@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from harness.baseline import load as load_baseline
-from harness.baseline import load_run
-from harness.gate import GateOptions, evaluate, is_throughput, parse_tolerance
+from harness.baselines import load as load_baseline
+from harness.baselines import load_run
+from harness.gating import GateOptions, evaluate, is_throughput, parse_tolerance
+from harness.record import CellGroup
 from tests.conftest import run_dirs
 from tests.harness.constructed_runs import SPIN, cells, make_run, record
 
@@ -95,8 +96,9 @@ def test_missing_suite_is_reported_not_a_crash(tmp_path):
 
 
 def test_throughputs_and_tolerance_parsing():
-    assert is_throughput("games_per_min") and is_throughput("units_per_s")
-    assert not is_throughput("batch_mean") and not is_throughput("iterations_per_s_drift_pct_per_min")
+    cell = CellGroup("c", "demo", {}, None)
+    assert is_throughput(cell, "games_per_min") and is_throughput(cell, "units_per_s")
+    assert not is_throughput(cell, "batch_mean") and not is_throughput(cell, "iterations_per_s_drift_pct_per_min")
     assert parse_tolerance("10%") == pytest.approx(0.1) and parse_tolerance("0.05") == 0.05
     assert parse_tolerance("2.5 %") == pytest.approx(0.025)
 

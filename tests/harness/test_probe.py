@@ -35,7 +35,7 @@ def test_rates_cover_the_measured_window_only():
 
 def test_fixed_work_runs_measure_everything_and_never_stop_on_time():
     clock = FakeClock()
-    probe = Probe(target_work=50, warmup_s=3, clock=clock)
+    probe = Probe(target_work=50, warmup_s=3, clock=clock, per_minute=("games",))
     clock.t = 100
     assert not probe.should_stop()
     probe.count("games", 50)

@@ -5,7 +5,7 @@ import json
 import psutil
 
 from harness.matrix import Cell, cell_id
-from harness.profile import _why, dump_stacks
+from harness.pyspy import _why, dump_stacks
 from harness.runner import CellRunner
 from harness.store import RunStore
 from tests.conftest import processes_mentioning, read_records, run_dirs
@@ -29,9 +29,9 @@ def test_a_hung_cell_leaves_a_stack_dump_naming_the_hanging_function(tmp_path):
     store = RunStore.create(tmp_path, "hang", {})
     cell = synthetic_cell(2.0, fail="hang", fail_after_s=0, workers=2)
     record = CellRunner(store).run(cell, 0)
-    assert record["status"] == "timeout"
-    assert record["stack_dump"] == f"stacks/{cell.id}-0.txt"
-    dump = (store.root / record["stack_dump"]).read_text()
+    assert record.status == "timeout"
+    assert record.stack_dump == f"stacks/{cell.id}-0.txt"
+    dump = (store.root / record.stack_dump).read_text()
     assert "hang_forever" in dump and "faults.py" in dump
     assert dump.count("=== pid") == 3  # the cell's main process and its two workers
     assert processes_mentioning(str(tmp_path)) == []

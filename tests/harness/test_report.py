@@ -6,12 +6,13 @@ import sys
 
 import pandas as pd
 
-from harness.compare import compare_runs
+from harness.comparison import compare_runs
+from harness.registry import vocabulary_of
 from harness.report.csv import write_csv
 from harness.report.html import render_compare, render_run, script_json
 from harness.report.markdown import render as render_markdown
-from harness.stats import direction
 from harness.store import RunStore
+from harness.vocabulary import direction
 from tests.harness.report_data import FINDINGS, XSS, make_run, record
 
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -44,17 +45,9 @@ def test_csvs_read_back_without_options_with_units_in_names(tmp_path):
     assert list(pd.read_csv(tmp_path / "cells.csv").columns) == ["id", "suite", "repeat", "status", "reason"]
 
 
-def test_direction_follows_metric_names():
-    higher = ["iterations_per_s", "games_per_min", "nn_evals_per_s", "batch_mean", "batch_p95", "mean_return"]
-    lower = [
-        "wait_ms_p95",
-        "pipe_rtt_us_p50",
-        "exploitability",
-        "nash_conv",
-        "wall_s",
-        "rss_peak_mb",
-        "gpu_mem_peak_mb",
-    ]
+def test_direction_follows_metric_names_and_the_suites_declarations():
+    higher = ["iterations_per_s", "games_per_min", "nn_evals_per_s", "batch_mean", "batch_p95"]
+    lower = ["wait_ms_p95", "pipe_rtt_us_p50", "wall_s", "rss_peak_mb", "gpu_mem_peak_mb", "policy_lag_mean"]
     neither = [
         "gpu_util_mean",
         "cpu_util_mean",
@@ -66,6 +59,9 @@ def test_direction_follows_metric_names():
     assert [direction(m) for m in higher] == ["higher"] * len(higher)
     assert [direction(m) for m in lower] == ["lower"] * len(lower)
     assert [direction(m) for m in neither] == [None] * len(neither)
+    # quality metrics are declared by their suites, not guessed from their names
+    assert direction("nash_conv") is None and vocabulary_of("mccfr").direction("nash_conv") == "lower"
+    assert direction("mean_return") is None and vocabulary_of("actor_learner").direction("mean_return") == "higher"
 
 
 def test_user_strings_are_escaped_in_report_markdown_and_compare(tmp_path, cli):

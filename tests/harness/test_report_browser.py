@@ -115,7 +115,7 @@ def test_report_of_a_real_sweep_draws_every_chart_in_chromium(page, cli, tmp_pat
     (run_dir,) = run_dirs(tmp_path / "out")
     report = run_dir / "report.html"
     assert str(report) in result.output
-    statuses = sorted(r["status"] for r in RunStore.open(run_dir).records())
+    statuses = sorted(r.status for r in RunStore.open(run_dir).records())
     assert statuses == ["error", "error", "ok", "ok"]
     text = report.read_text()
     assert XSS not in text and "injected failure" in text and "cannot start" in text

@@ -50,7 +50,7 @@ def test_server_fills_batches_from_many_workers():
 def test_duration_mode_reports_rates():
     metrics = run(Probe(duration_s=0.6, warmup_s=0.1), backend="threads", workers=2, **TINY)
     assert metrics["moves_per_s"] > 0 and metrics["nn_evals_per_s"] > 0
-    assert "games_per_min" in metrics
+    assert "games_per_s" in metrics
     assert metrics["first_player_wins"] + metrics["second_player_wins"] + metrics["draws"] == metrics["games"]
 
 

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from harness import metadata
-from harness.executors import Executor, Job
+from harness.executors.base import Executor, Job
 from harness.matrix import Cell, Spec
+from harness.processes import kill_tree, marked_processes
 from harness.progress import Progress
-from harness.runner import kill_tree, marked_processes
+from harness.record import Record
 from harness.store import RunStore, utc_now
 
 
@@ -56,7 +57,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def execute(store: RunStore, cells: list[Cell], executor: Executor, progress: Progress) -> list[dict[str, Any]]:
+def execute(store: RunStore, cells: list[Cell], executor: Executor, progress: Progress) -> list[Record]:
     """Runs what is missing; returns the run's latest records. Ctrl-C propagates after the
     running cell's processes are ended and run.json says the run was interrupted."""
     torn = store.repair()
@@ -85,6 +86,6 @@ def execute(store: RunStore, cells: list[Cell], executor: Executor, progress: Pr
     return store.records()
 
 
-def _record(store: RunStore, progress: Progress, record: dict[str, Any]) -> None:
+def _record(store: RunStore, progress: Progress, record: Record) -> None:
     store.append(record)
     progress.cell_finished(record)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -36,7 +35,7 @@ def py_spy() -> str | None:
 def dump_stacks(procs: list[psutil.Process], store: RunStore, key: str) -> str | None:
     """`py-spy dump` every process into stacks/<key>.txt; returns its path in the run dir.
 
-    This is runner.CellRunner's default deadline hook: it runs before the kill, while the
+    This is the runner's default deadline hook: it runs before the kill, while the
     hung processes still sit where they hang.
     """
     path = store.root / STACKS_DIR / f"{key}.txt"
@@ -95,74 +94,3 @@ def record_command(exe: str, fmt: str, output: Path, rate: int, native: bool) ->
     """`py-spy record` of a command and every process it starts (the cell's workers)."""
     command = [exe, "record", "--subprocesses", "--format", fmt, "--output", str(output), "--rate", str(rate)]
     return command + (["--native"] if native else []) + ["--"]
-
-
-def cmd_profile(
-    suite_name: str,
-    sets: list[str] | None,
-    duration: float | None,
-    warmup: float | None,
-    timeout: float | None,
-    rate: int,
-    native: bool,
-    flamegraph: bool,
-    out: Path,
-) -> int:
-    """One cell under `py-spy record --subprocesses`: speedscope JSON (and, with
-    `flamegraph`, an SVG from a second run of the same cell: py-spy writes one format per
-    recording) under profiles/, their paths in the record's `profile` field."""
-    # Imported here: the runner imports this module for its deadline hook.
-    import sys
-
-    from harness.errors import UserError
-    from harness.matrix import single_cell
-    from harness.report.terminal import render
-    from harness.runner import CellRunner
-    from harness.sweep import new_run
-
-    exe = py_spy()
-    if exe is None:
-        raise UserError("harness profile needs py-spy on PATH: pip install py-spy")
-    if not 1 <= rate <= 10_000:
-        raise UserError(f"--rate {rate}: allowed 1..10000 samples per second")
-    spec, cell = single_cell("profile", suite_name, sets, duration=duration, warmup=warmup, timeout=timeout)
-    store = new_run(out, spec, [cell], sys.argv)
-    key = f"{cell.id}-0"
-    paths = profile_paths(store, key)
-
-    def under(fmt: str) -> Callable[[list[str], str], list[str]]:
-        return lambda command, _key: record_command(exe, fmt, paths[fmt], rate, native) + command
-
-    record = CellRunner(store, wrap=under("speedscope")).run(cell, 0)
-    profile: dict[str, object] = {"rate_hz": rate, "native": native, "tool": "py-spy record --subprocesses"}
-    if paths["speedscope"].exists():
-        profile["speedscope"] = store.relative(paths["speedscope"])
-    else:
-        profile["error"] = f"py-spy wrote no speedscope file; see {record['log']}"
-    if flamegraph:
-        again = CellRunner(store, wrap=under("flamegraph")).run(cell, 1)
-        if paths["flamegraph"].exists():
-            profile["flamegraph"] = store.relative(paths["flamegraph"])
-        else:
-            profile["flamegraph_error"] = f"py-spy wrote no flamegraph; see {again['log']}"
-        if again.get("series"):
-            (store.root / again["series"]).unlink(missing_ok=True)  # only its SVG is kept
-    record["profile"] = profile
-    record["warnings"] = [
-        *record["warnings"],
-        f"profiled with py-spy at {rate} Hz: its sampling costs CPU, so rates are not comparable to unprofiled cells",
-    ]
-    store.append(record)
-    store.update_meta(state="finished", ended=record["ended"])
-    render([record])
-    for name in ("speedscope", "flamegraph"):
-        if name in profile:
-            print(f"{name}: {store.root / str(profile[name])}")
-    print(f"run directory: {store.root}")
-    if record["status"] != "ok":
-        print(f"{record['status']}: {record['reason']}", file=sys.stderr)
-        return 1
-    if "error" in profile:
-        print(f"error: {profile['error']}", file=sys.stderr)
-        return 1
-    return 0

@@ -1,0 +1,45 @@
+"""`harness run SUITE`: one cell, its metrics printed (or its record as JSON)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from harness.execute import execute, new_run
+from harness.executors import get_executor
+from harness.matrix import single_cell
+from harness.progress import Progress
+from harness.report.terminal import console_for_stdout, render
+
+
+def main(
+    suite_name: str,
+    sets: list[str] | None,
+    duration: float | None,
+    warmup: float | None,
+    work: int | None,
+    timeout: float | None,
+    as_json: bool,
+    out: Path,
+    memory_limit_mb: float | None = None,
+) -> int:
+    spec, cell = single_cell(
+        "run", suite_name, sets, duration=duration, warmup=warmup, work=work, timeout=timeout,
+        memory_limit_mb=memory_limit_mb,
+    )  # fmt: skip
+    store = new_run(out, spec, [cell], sys.argv)
+    (record,) = execute(store, [cell], get_executor("local"), Progress(quiet=True))
+    if as_json:
+        print(json.dumps(record.to_json(), default=str))
+    else:
+        render([record])
+        console = console_for_stdout()
+        for key, value in sorted(record.metrics.items()):
+            if not isinstance(value, dict):
+                console.print(f"  {key}: {value}", markup=False, highlight=False)
+        print(f"run directory: {store.root}")
+    if record.ok:
+        return 0
+    print(f"{record.status}: {record.reason}", file=sys.stderr)
+    return 2 if record.user_error else 1

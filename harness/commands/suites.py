@@ -1,0 +1,28 @@
+"""`harness suites`: every suite with its parameters, and those that failed to load."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from harness.params import describe_params
+from harness.registry import discover
+from harness.report.terminal import console_for_stdout
+
+
+def main() -> int:
+    suites, broken = discover()
+    console = console_for_stdout()
+    for name, suite in sorted(suites.items()):
+        table = Table(title=f"{name}: {suite.description}", title_justify="left")
+        for col in ("param", "allowed", "default", "unit", "description"):
+            table.add_column(col)
+        for row in describe_params(suite.params):
+            table.add_row(row["name"], row["allowed"], row["default"], row["unit"], row["description"])
+        console.print(table)
+        words = suite.words
+        rates = ", ".join(r.metric for r in words.rates) or "its first *_per_s metric"
+        quality = ", ".join(f"{q.metric} ({q.better} is better)" for q in words.quality)
+        console.print(f"  rates: {rates}" + (f"; quality: {quality}" if quality else ""), markup=False)
+    for name, why in sorted(broken.items()):
+        console.print(f"[red]{name}[/red]: could not be loaded: {why}", markup=True)
+    return 0

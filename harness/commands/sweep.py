@@ -1,0 +1,76 @@
+"""`harness sweep`: a matrix of cells (or the missing cells of a run, with --resume)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.commands.common import all_ok, finish_report
+from harness.errors import UserError
+from harness.execute import execute, new_run, stored_cells
+from harness.executors import get_executor
+from harness.matrix import Overrides, Spec, apply_overrides, expand, load_spec
+from harness.params import parse_assignments, parse_list
+from harness.progress import Progress
+from harness.store import RunStore
+
+
+def build_overrides(
+    suite: str | None,
+    workers: str | None,
+    backend: str | None,
+    sets: list[str] | None,
+    duration: float | None,
+    warmup: float | None,
+    work: int | None,
+    repeats: int | None,
+    timeout: float | None,
+    label: str | None,
+    memory_limit_mb: float | None = None,
+) -> Overrides:
+    """The command line as Overrides; --workers and --backend set the suites' worker and
+    backend params (their vocabulary's; by convention `workers` and `backend`)."""
+    axes: dict[str, list[Any]] = dict(parse_assignments(sets))
+    roles: dict[str, list[Any]] = {}
+    for flag, role, text in (("--workers", "workers", workers), ("--backend", "backend", backend)):
+        values = parse_list(flag, text)
+        if values is not None:
+            roles[role] = values
+    return Overrides(
+        suite=suite,
+        axes=axes,
+        roles=roles,
+        duration=duration,
+        warmup=warmup,
+        work=work,
+        repeats=repeats,
+        timeout=timeout,
+        label=label,
+        memory_limit_mb=memory_limit_mb,
+    )
+
+
+def main(
+    spec_path: Path | None,
+    overrides: Overrides,
+    out: Path,
+    resume: Path | None,
+    quiet: bool,
+    executor: str = "local",
+    address: str | None = None,
+) -> int:
+    if resume is not None:
+        store = RunStore.open(resume)
+        cells = stored_cells(store)
+        if not cells:
+            raise UserError(f"{resume}/run.json lists no cells to resume")
+    else:
+        spec = load_spec(spec_path) if spec_path is not None else Spec()
+        spec = apply_overrides(spec, overrides)
+        cells = expand(spec)
+        store = new_run(out, spec, cells, sys.argv)
+    runner = get_executor(executor, address)
+    records = execute(store, cells, runner, Progress(quiet=quiet))
+    finish_report(store, records, quiet)
+    return all_ok(records)

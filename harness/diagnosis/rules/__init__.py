@@ -1,0 +1,35 @@
+"""The diagnosis rules, one module each: `RULE` (its name), named thresholds, `check(view)`.
+
+A rule module's docstring says what it reads and when it fires; adding a rule is one new
+module here and one line in `RULES` (docs/architecture.md, "How to add a diagnosis rule").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harness.diagnosis.findings import Finding
+from harness.diagnosis.rules import (
+    busy_wait,
+    drift,
+    gpu_idle,
+    gpu_thrash,
+    lost_work,
+    negative_scaling,
+    oversubscribed,
+    small_batches,
+)
+from harness.diagnosis.view import RunView
+
+Rule = Callable[[RunView], list[Finding]]
+
+RULES: list[Rule] = [
+    lost_work.check,
+    drift.check,
+    gpu_idle.check,
+    gpu_thrash.check,
+    small_batches.check,
+    negative_scaling.check,
+    busy_wait.check,
+    oversubscribed.check,
+]

@@ -1,0 +1,105 @@
+"""BUSY_WAIT (warning): processes that burn CPU while they wait, or spend it on overhead.
+
+Four symptoms, first match wins, each with its own remedy (the suite's, naming its knobs,
+else a generic one):
+- `poll`: `<role>_wait_cpu_s` against `<role>_wait_s` (or `wait_s`): CPU seconds burned per
+  second spent waiting at least CPU_PER_WAIT_S, over at least MIN_WAIT_S of waiting;
+- `publish`: the `publish_share` signal (share of the time spent publishing) >= PUBLISH_SHARE;
+- `poll` again: the `wait_share` signal >= WAIT_SHARE while the process tree keeps
+  BUSY_FRACTION of its cores busy (`cpu_util_mean`, `cpu_procs_peak`);
+- `spin`: consumers that never wait but re-process stale data: the `reuse_ratio` signal >=
+  SPIN_REUSE_RATIO with `consumer_cpu_s` >= SPIN_CPU_FACTOR x `producer_cpu_s` (learners
+  re-training on old samples as fast as they can, starving the actor that feeds them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.diagnosis.findings import Finding, fmt
+from harness.diagnosis.view import RunView
+from harness.record import CellGroup
+
+RULE = "BUSY_WAIT"
+CPU_PER_WAIT_S = 0.05  # a waiting process burning >= 5 % of a core polls instead of blocking
+MIN_WAIT_S = 0.5
+WAIT_SHARE = 0.5
+BUSY_FRACTION = 0.8
+PUBLISH_SHARE = 0.2  # a fifth of the time spent publishing weights: publish less often
+SPIN_REUSE_RATIO = 2.0  # items consumed per item produced
+SPIN_CPU_FACTOR = 2.0  # consumer CPU over the producer's
+REMEDIES = {
+    "busy_wait.poll": "block on an event, condition or queue instead of polling",
+    "busy_wait.publish": "publish less often or publish only what changed",
+    "busy_wait.spin": "consume only as new data arrives, so the producer keeps its CPU",
+}
+
+Symptom = tuple[str, str, dict[str, Any]]  # (remedy key, text, evidence)
+
+
+def _polling(cell: CellGroup) -> Symptom | None:
+    names = cell.metric_names()
+    wait_signal = cell.vocabulary.signal("wait_s")
+    for cpu_name in sorted(n for n in names if n.endswith("wait_cpu_s")):
+        role = cpu_name[: -len("wait_cpu_s")]
+        wait_name = f"{role}wait_s" if f"{role}wait_s" in names else wait_signal
+        wait, cpu = cell.median(wait_name), cell.median(cpu_name)
+        if wait is None or cpu is None or wait < MIN_WAIT_S:
+            continue
+        per_s = cpu / wait
+        if per_s >= CPU_PER_WAIT_S:
+            who = role.rstrip("_") + "s" if role else "processes"
+            text = f"{who} burned {fmt(cpu)} CPU s in {fmt(wait)} s of waiting ({100 * per_s:.0f} % of a core)"
+            return "busy_wait.poll", text, {wait_name: wait, cpu_name: cpu, "cpu_per_wait_s": per_s}
+    return None
+
+
+def _publishing(cell: CellGroup) -> Symptom | None:
+    name = cell.vocabulary.signal("publish_share")
+    publish = cell.median(name)
+    if publish is None or publish < PUBLISH_SHARE:
+        return None
+    return "busy_wait.publish", f"{100 * publish:.0f} % of the time goes to publishing weights", {name: publish}
+
+
+def _busy_waiting(cell: CellGroup, cores: int) -> Symptom | None:
+    name = cell.vocabulary.signal("wait_share")
+    share, util = cell.median(name), cell.median("cpu_util_mean")
+    procs = cell.median("cpu_procs_peak")
+    if share is None or util is None or not procs:
+        return None
+    busy = util / 100.0 / min(procs, cores)
+    if share < WAIT_SHARE or busy < BUSY_FRACTION:
+        return None
+    text = f"processes wait {100 * share:.0f} % of the time yet keep {100 * busy:.0f} % of their cores busy"
+    return "busy_wait.poll", text, {name: share, "cpu_util_mean": util, "cpu_procs_peak": procs, "busy_fraction": busy}
+
+
+def _spinning(cell: CellGroup) -> Symptom | None:
+    words = cell.vocabulary
+    names = [words.signal(s) for s in ("reuse_ratio", "consumer_cpu_s", "producer_cpu_s")]
+    ratio, consumer, producer = (cell.median(n) for n in names)
+    if ratio is None or consumer is None or not producer:
+        return None
+    if ratio < SPIN_REUSE_RATIO or consumer < SPIN_CPU_FACTOR * producer:
+        return None
+    text = (
+        f"consumers spin on stale data: {names[0]} {ratio:.1f} and {fmt(consumer)} CPU s against the "
+        f"producer's {fmt(producer)}"
+    )
+    return "busy_wait.spin", text, dict(zip(names, (ratio, consumer, producer), strict=True))
+
+
+def check(view: RunView) -> list[Finding]:
+    out = []
+    for cell in view.cells:
+        found = _polling(cell) or _publishing(cell) or _busy_waiting(cell, view.cores) or _spinning(cell)
+        if found is None:
+            continue
+        key, symptom, evidence = found
+        ctx_vol = cell.median("cpu_ctx_vol")
+        if ctx_vol is not None:
+            evidence["cpu_ctx_vol"] = ctx_vol
+        remedy = cell.vocabulary.remedy(key, REMEDIES[key])
+        out.append(Finding(RULE, "warning", [cell.id], f"{symptom}: {remedy}", evidence))
+    return out

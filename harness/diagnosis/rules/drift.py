@@ -1,0 +1,72 @@
+"""DRIFT (warning): a rate that falls steadily over the measured window.
+
+Reads `<rate>_drift_pct_per_min` and `<rate>_drift_se` (the probe's least-squares slope of
+the 1 s rates, with a standard error that also comes from 10 s block means, so a machine
+that wanders is not taken for a drift). Fires when the median slope is below
+SLOPE_PCT_PER_MIN and most repeats are more than SIGMAS standard errors from zero, over a
+window of at least MIN_MEASURE_S. Duration-mode cells only: a fixed-work run ends with its
+slowest workers finishing alone, a ramp-down by construction.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from harness.diagnosis.findings import Finding, fmt
+from harness.diagnosis.view import RunView
+
+RULE = "DRIFT"
+SLOPE_PCT_PER_MIN = -2.0  # a slope below this ...
+SIGMAS = 2.0  # ... and this many standard errors from zero
+# ... over a window long enough to fit: 1 s rate points, and a slope's standard error from
+# 3-4 points (1-2 degrees of freedom) calls noise significant far too often
+MIN_MEASURE_S = 10.0
+SUFFIX = "_drift_pct_per_min"
+
+
+def check(view: RunView) -> list[Finding]:
+    out = []
+    for cell in view.cells:
+        measure_s = cell.median("measure_s")
+        if cell.fixed_work or (measure_s is not None and measure_s < MIN_MEASURE_S):
+            continue
+        drifting = {}
+        for name in sorted(n for n in cell.metric_names() if n.endswith(SUFFIX)):
+            rate = name[: -len(SUFFIX)]
+            fits = []
+            for rec in cell.ok:
+                slope, se = rec.number(name), rec.number(f"{rate}_drift_se")
+                if slope is not None:
+                    fits.append((slope, se))
+            if not fits:
+                continue
+            significant = [s < SLOPE_PCT_PER_MIN and se is not None and abs(s) > SIGMAS * se for s, se in fits]
+            slope = statistics.median(s for s, _ in fits)
+            ses = [se for _, se in fits if se is not None]
+            if slope < SLOPE_PCT_PER_MIN and 2 * sum(significant) >= len(fits) and sum(significant):
+                drifting[rate] = {
+                    "slope_pct_per_min": slope,
+                    "se": statistics.median(ses) if ses else None,
+                    "repeats_significant": sum(significant),
+                    "repeats": len(fits),
+                }
+        if not drifting:
+            continue
+        # name the suite's headline rate when it drifts, else the rate that falls fastest
+        headline = view.rate([cell])
+        primary = headline.removesuffix("_per_min") + "_per_s" if headline else None
+        worst = primary if primary in drifting else min(drifting, key=lambda r: drifting[r]["slope_pct_per_min"])
+        w = drifting[worst]
+        se = f" ± {fmt(w['se'])}" if w["se"] is not None else ""
+        out.append(
+            Finding(
+                RULE,
+                "warning",
+                [cell.id],
+                f"{worst} falls {fmt(w['slope_pct_per_min'])} %/min{se} over the measured window: something "
+                "grows with time (state sent whole each batch, a growing buffer or table); send deltas or bound "
+                "what each message carries, and check the series CSV for where it starts",
+                {"rates": drifting, "measure_s": measure_s},
+            )
+        )
+    return out

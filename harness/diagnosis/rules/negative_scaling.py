@@ -1,0 +1,68 @@
+"""NEGATIVE_SCALING (warning): more workers, less throughput.
+
+Over cells that differ only in their worker count: the headline rate at more workers below
+the best rate at fewer workers, beyond noise. With at least two repeats a side the
+bootstrap interval of the ratio of medians must lie wholly below 1 - TOLERANCE; with one
+repeat the point ratio must lie below 1 - MARGIN (a shared machine is noisy).
+"""
+
+from __future__ import annotations
+
+from harness.diagnosis.findings import Finding, fmt
+from harness.diagnosis.view import RunView
+from harness.stats import ratio_of_medians, verdict
+
+RULE = "NEGATIVE_SCALING"
+TOLERANCE = 0.05  # with repeats: the interval's upper end must lie below 1 - this
+MARGIN = 0.15  # single repeats: the ratio must lie below 1 - this
+REMEDY = "more workers only add contention (the GIL for threads, IPC, cores)"
+
+
+def check(view: RunView) -> list[Finding]:
+    out = []
+    for members in view.scaling_groups():
+        rate = view.rate([c for _, c in members])
+        if rate is None:
+            continue
+        drops = []
+        for j, (workers, cell) in enumerate(members):
+            earlier = [(w, c) for w, c in members[:j] if w < workers and c.median(rate)]
+            value = cell.median(rate)
+            if not earlier or value is None:
+                continue
+            best_w, best = max(earlier, key=lambda m: m[1].median(rate) or 0.0)
+            base_values, values = best.values(rate), cell.values(rate)
+            interval = ratio_of_medians(base_values, values)
+            if interval is None:
+                continue
+            if len(base_values) >= 2 and len(values) >= 2:
+                lower = verdict(interval, higher_is_better=True, tolerance=TOLERANCE) == "worse"
+            else:
+                lower = interval["ratio"] < 1 - MARGIN
+            if lower:
+                drops.append((best_w, best, workers, cell, interval))
+        if not drops:
+            continue
+        best_w, best, workers, cell, interval = min(drops, key=lambda d: d[4]["ratio"])
+        words = members[0][1].vocabulary
+        backend = members[0][1].params.get(words.backend) if words.backend else None
+        via = f" with {words.backend}={backend}" if backend is not None else ""
+        out.append(
+            Finding(
+                RULE,
+                "warning",
+                sorted({d[1].id for d in drops} | {d[3].id for d in drops}),
+                f"{rate} falls from {fmt(best.median(rate))} at {best_w} workers to {fmt(cell.median(rate))} at "
+                f"{workers}{via} ({interval['ratio']:.2f}x): {words.remedy('negative_scaling', REMEDY)}; "
+                f"run {best_w} workers, or a backend that shares less",
+                {
+                    "rate": rate,
+                    "medians": {str(w): c.median(rate) for w, c in members},
+                    "drops": [
+                        {"from_workers": d[0], "to_workers": d[2], **{k: d[4][k] for k in ("ratio", "low", "high")}}
+                        for d in drops
+                    ],
+                },
+            )
+        )
+    return out

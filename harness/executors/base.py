@@ -1,0 +1,20 @@
+"""What an executor is: it runs (cell, repeat) jobs and hands back each record."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from harness.matrix import Cell
+from harness.record import Record
+from harness.store import RunStore
+
+Job = tuple[Cell, int]  # a cell and its repeat index
+OnStart = Callable[[Cell, int], None]
+OnRecord = Callable[[Record], None]
+
+
+class Executor(Protocol):
+    def run(self, jobs: list[Job], store: RunStore, on_start: OnStart, on_record: OnRecord) -> None:
+        """Run every job; call on_record with each finished record (the driver stores it)."""
+        ...

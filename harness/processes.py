@@ -1,0 +1,148 @@
+"""A cell's processes: the environment that marks them, finding them, ending them.
+
+The child of every cell (`python -m harness.cell`) leads its own session and process
+group, so the whole tree it starts can be ended with one `killpg`; processes that escaped
+the group (a double fork, a `setsid`) still carry the markers HARNESS_CELL and HARNESS_RUN
+in their environment and are found by `marked_processes`. Nothing here knows what a cell
+runs; the runner, the sweep and `harness watch`-style tools build on it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import psutil
+
+KILL_GRACE_S = 3.0
+ENV_CELL = "HARNESS_CELL"
+ENV_RUN = "HARNESS_RUN"
+LOG_TAIL_LINES = 5
+PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+def child_env(cell_key: str | None = None, run_root: Path | None = None) -> dict[str, str]:
+    """The child imports the same harness and suites as this process, wherever it runs.
+
+    Every process of the cell inherits the markers HARNESS_CELL=<id>-<repeat> and
+    HARNESS_RUN=<run directory>, so one that left the cell's process group and tree (a
+    double fork with setsid) is still found and killed (`marked_processes`)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    if cell_key is not None:
+        env[ENV_CELL] = cell_key
+    if run_root is not None:
+        env[ENV_RUN] = str(run_root.resolve())
+    return env
+
+
+def marked_processes(run_root: Path, cell_key: str | None = None) -> dict[int, psutil.Process]:
+    """Live processes carrying this run's marker (and this cell's, if given), wherever
+    they are in the process tree. Processes whose environment cannot be read (other
+    users') are not ours."""
+    run = str(run_root.resolve())
+    found: dict[int, psutil.Process] = {}
+    me = os.getpid()
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == me:
+                continue
+            env = proc.environ()
+            if env.get(ENV_RUN) != run or (cell_key is not None and env.get(ENV_CELL) != cell_key):
+                continue
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                found[proc.pid] = proc
+        except psutil.Error:
+            pass
+    return found
+
+
+def tree(root_pid: int) -> list[psutil.Process]:
+    """The root and every live descendant (empty when the root is gone)."""
+    try:
+        root = psutil.Process(root_pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def describe_processes(procs: list[psutil.Process]) -> str:
+    parts = []
+    for proc in procs:
+        try:
+            name = proc.name()
+        except psutil.Error:
+            name = "?"
+        parts.append(f"pid {proc.pid} ({name})")
+    return ", ".join(parts)
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        hint = " (out of memory?)" if name == "SIGKILL" else ""
+        return f"killed by {name}{hint}"
+    return f"exited with code {returncode}"
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The log's last lines; after a crash in native code, faulthandler's report instead
+    (its first lines hold the innermost frames, where the crash happened)."""
+    try:
+        text = path.read_text(errors="replace").rstrip().splitlines()
+    except OSError:
+        return ""
+    fatal = next((i for i, line in enumerate(text) if line.startswith("Fatal Python error")), None)
+    if fatal is not None:
+        frames = [line.strip() for line in text[fatal + 1 :] if line.strip().startswith("File ")]
+        return " | ".join([text[fatal], *frames[: lines - 1]])
+    return " | ".join(text[-lines:])
+
+
+def kill_tree(pgid: int | None, known: dict[int, psutil.Process], grace_s: float = KILL_GRACE_S) -> None:
+    """SIGTERM the process group and every known descendant, then SIGKILL what is left.
+
+    Known processes are psutil handles taken while they were the cell's, so a PID reused
+    by an unrelated process since then is never signalled (psutil checks creation time).
+    """
+    procs = alive(known)
+    _signal_group(pgid, signal.SIGTERM)
+    for proc in procs:
+        _signal(proc, signal.SIGTERM)
+    _, still = psutil.wait_procs(procs, timeout=grace_s)
+    _signal_group(pgid, signal.SIGKILL)
+    for proc in still + alive(known):
+        _signal(proc, signal.SIGKILL)
+    psutil.wait_procs(alive(known), timeout=grace_s)
+
+
+def alive(known: dict[int, psutil.Process]) -> list[psutil.Process]:
+    out = []
+    for proc in known.values():
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc)
+        except psutil.Error:
+            pass
+    return out
+
+
+def _signal_group(pgid: int | None, sig: int) -> None:
+    if pgid is None:
+        return
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _signal(proc: psutil.Process, sig: int) -> None:
+    try:
+        proc.send_signal(sig)
+    except psutil.Error:
+        pass
