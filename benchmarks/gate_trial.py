@@ -36,9 +36,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's harness, not an installed one
 
 import numpy as np
-
 from harness.baseline import load_run
 from harness.gate import DEFAULT_CONFIDENCE, DEFAULT_TOLERANCE, GateOptions, evaluate, normalized
+
 from harness.stats import ratio_of_medians, verdict
 
 TARGET_UNIT_SIZE = 30_000

@@ -25,10 +25,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from harness.choices import Choices
 from harness.vocabulary import EMPTY, LimitBenchmark, Quality, Rate, Reference, Vocabulary
 from harness.workshare import resolve_workers, split_work, usable_cores
 
 __all__ = [
+    "Choices",
     "LimitBenchmark",
     "Probe",
     "Quality",

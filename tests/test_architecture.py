@@ -12,10 +12,8 @@ import re
 import typing
 from pathlib import Path
 
-import pytest
-
-from harness.diagnosis import Finding
 from harness.baselines import RUN_FIELDS
+from harness.diagnosis import Finding
 from harness.gating import GATE_VERDICTS, Check
 from harness.record import Record
 from harness.registry import discover

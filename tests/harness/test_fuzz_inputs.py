@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from harness.commands import sweep as sweep_command
 from harness.cli import app
+from harness.commands import sweep as sweep_command
 from suites.synthetic import Params
 
 FIELDS = list(Params.model_fields)
