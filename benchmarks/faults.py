@@ -25,7 +25,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.runner import marked_processes  # noqa: E402
+from harness.processes import marked_processes  # noqa: E402
 from harness.store import RunStore  # noqa: E402
 
 FAULTS = ("raise", "exit", "kill_worker", "segfault", "oom", "orphan", "hang")
@@ -80,16 +80,16 @@ def main() -> int:
     records = RunStore.open(run_dir).records()
     statuses: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for rec in records:
-        statuses[rec["params"]["fail"]][rec["status"]] += 1
+        statuses[rec.params["fail"]][rec.status] += 1
     left = orphans(run_dir)
-    dumps = sum(1 for r in records if r.get("stack_dump"))
+    dumps = sum(1 for r in records if r.stack_dump)
     print(f"sweep exit code {sweep.returncode} (1 = some cells failed, as injected)")
     print(f"cells expected {expected}, rows recorded {len(valid)}, distinct cell-repeats {len(records)}")
     print(f"lost rows {expected - len(records)}")
     for fail in ("none", *FAULTS):
         print(f"  {fail:<12} " + ", ".join(f"{s} {n}" for s, n in sorted(statuses[fail].items())))
     print(
-        f"stack dumps {dumps}; escapees killed (warnings) {sum(any('outlived' in w for w in r['warnings']) for r in records)}"
+        f"stack dumps {dumps}; escapees killed (warnings) {sum(any('outlived' in w for w in r.warnings) for r in records)}"
     )
     print(f"orphans found {len(left)}" + (": " + "; ".join(left) if left else ""))
     print(f"wall time {wall:.1f} s ({wall / max(len(records), 1):.2f} s per cell); run directory {run_dir}")

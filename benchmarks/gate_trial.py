@@ -36,9 +36,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's harness, not an installed one
 
 import numpy as np
-from harness.baseline import load_run
-from harness.gate import DEFAULT_CONFIDENCE, DEFAULT_TOLERANCE, GateOptions, evaluate, normalized
 
+from harness.baselines import load_run
+from harness.gating import DEFAULT_CONFIDENCE, DEFAULT_TOLERANCE, GateOptions, evaluate, normalized
 from harness.stats import ratio_of_medians, verdict
 
 TARGET_UNIT_SIZE = 30_000
@@ -93,10 +93,10 @@ def judge(base_dir: Path, cand_dir: Path, tolerance: float, confidence: float, n
 
 def values(run_dir: Path) -> dict[str, list[float]]:
     out = {}
-    for cell in load_run(run_dir)["cells"]:
-        name = "target" if cell["params"]["unit_size"] == TARGET_UNIT_SIZE else "reference"
-        out[name] = [r["metrics"].get("units_per_s") for r in cell["repeats"]]
-        out[f"{name}_cpu_util"] = [r["metrics"].get("cpu_util_mean") for r in cell["repeats"]]
+    for cell in load_run(run_dir).cells:
+        name = "target" if cell.params["unit_size"] == TARGET_UNIT_SIZE else "reference"
+        out[name] = [r.metrics.get("units_per_s") for r in cell.records]
+        out[f"{name}_cpu_util"] = [r.metrics.get("cpu_util_mean") for r in cell.records]
     return out
 
 
@@ -110,7 +110,7 @@ def _flagged(base: dict, cand: dict, norm: str, conf: float, tolerances: list[fl
     (bt, br), (ct, cr) = _side(base), _side(cand)
     if norm in ("synthetic", "median"):
         paired = norm == "synthetic"
-        b, c = normalized(bt, br, "units_per_s", paired), normalized(ct, cr, "units_per_s", paired)
+        b, c = normalized(bt, br, paired), normalized(ct, cr, paired)
     else:
         b, c = list(bt.values()), list(ct.values())
     interval = ratio_of_medians(b, c, confidence=conf)

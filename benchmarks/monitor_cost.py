@@ -19,7 +19,8 @@ import sys
 import time
 
 from harness.monitors.cpu import CpuMonitor
-from harness.monitors.gpu import DeviceSample, GpuMonitor, ReplaySource
+from harness.monitors.gpu import DeviceSample, GpuMonitor
+from harness.monitors.gpu_replay import ReplaySource
 
 CHILD = "import subprocess, sys, time\nkids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']) for _ in range({n})]\nprint(' '.join(str(k.pid) for k in kids), flush=True)\ntime.sleep(600)"
 

@@ -32,10 +32,6 @@ class Comparison:
     only_b: list[dict[str, Any]] = field(default_factory=list)
     unusable: list[dict[str, Any]] = field(default_factory=list)
 
-    @property
-    def worse(self) -> list[dict[str, Any]]:
-        return [r for r in self.rows if r["verdict"] == "worse"]
-
 
 def _describe(cell: CellGroup) -> dict[str, Any]:
     statuses = sorted({r.status for r in cell.records})

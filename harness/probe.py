@@ -194,8 +194,6 @@ class Probe:
         self._work_reported = False
         self._warnings: list[str] = []
         self._next_sample = self._t0 + self._period
-        self._last_sample_t = self._t0
-        self._last_sample_counts: dict[str, float] = {}
         self._samples: list[tuple[float, str, dict[str, float]]] = []
 
     # ------------------------------------------------------------------ reporting

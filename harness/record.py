@@ -18,7 +18,6 @@ from typing import Any
 
 from harness.vocabulary import Vocabulary
 
-STATUSES = ("ok", "error", "timeout", "killed")
 _FIELDS = (
     "id", "suite", "params", "repeat", "status", "reason", "started", "ended", "budget", "metrics",
     "warnings", "traceback", "series", "log", "stack_dump",

@@ -45,21 +45,6 @@ def drift_pct_per_min(times_s: Sequence[float], rates: Sequence[float]) -> tuple
     return float(fit.slope) * scale, stderr * scale
 
 
-def summarize(values: Sequence[float]) -> dict[str, float]:
-    """Median, min, max and relative spread of one metric over repeats."""
-    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
-    if v.size == 0:
-        return {}
-    median = float(np.median(v))
-    return {
-        "median": median,
-        "min": float(v.min()),
-        "max": float(v.max()),
-        "n": float(v.size),
-        "spread_pct": float(100.0 * (v.max() - v.min()) / abs(median)) if median else float("nan"),
-    }
-
-
 BOOTSTRAP_RESAMPLES = 2000
 
 

@@ -199,10 +199,6 @@ class Vocabulary:
         wanted = [*rates, *self.report, *HARNESS_REPORT]
         return [m for m in dict.fromkeys(wanted) if m in present]
 
-    def rate_for(self, metric: str) -> Rate | None:
-        """The declared Rate whose metric (per s or per min) this is."""
-        return next((r for r in self.rates if metric in (r.metric, r.per_s)), None)
-
     def signal(self, name: str) -> str:
         """This suite's metric name for a generic signal (the generic name when unmapped)."""
         return self.signals.get(name, name)

@@ -12,7 +12,7 @@ def main(run_a: Path, run_b: Path, html: bool) -> int:
     comparison = compare_runs(run_a, run_b)
     render_compare(comparison)
     if html:
-        from harness.report.html import render_compare as render_html
+        from harness.report.compare_html import render_compare as render_html
 
         path = run_b / f"compare-{run_a.resolve().name}.html"
         path.write_text(render_html(comparison), encoding="utf-8")

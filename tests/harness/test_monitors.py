@@ -8,7 +8,8 @@ import time
 import pytest
 
 from harness.monitors.cpu import CpuMonitor
-from harness.monitors.gpu import DeviceSample, GpuMonitor, PynvmlSource, ReplaySource
+from harness.monitors.gpu import DeviceSample, GpuMonitor, PynvmlSource
+from harness.monitors.gpu_replay import ReplaySource
 
 
 @pytest.fixture

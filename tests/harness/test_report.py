@@ -8,8 +8,9 @@ import pandas as pd
 
 from harness.comparison import compare_runs
 from harness.registry import vocabulary_of
+from harness.report.compare_html import render_compare
 from harness.report.csv import write_csv
-from harness.report.html import render_compare, render_run, script_json
+from harness.report.html import render_run
 from harness.report.markdown import render as render_markdown
 from harness.store import RunStore
 from harness.vocabulary import direction
@@ -80,7 +81,6 @@ def test_user_strings_are_escaped_in_report_markdown_and_compare(tmp_path, cli):
     assert XSS in result.output  # the terminal shows the text itself, as text (rich markup escaped)
     (html_file,) = run_b.glob("compare-*.html")
     assert XSS not in html_file.read_text()
-    assert script_json({"a": "</script><!--"}) == '{"a": "<\\/script><\\!--"}'
 
 
 def test_report_shows_failed_and_never_run_cells_and_findings(tmp_path):
@@ -91,7 +91,8 @@ def test_report_shows_failed_and_never_run_cells_and_findings(tmp_path):
     assert "SMALL_BATCHES" in page and 'href="#cell-c-server"' in page and 'id="cell-c-server"' in page
     for kind in ("scaling", "throughput-time", "histogram", "gpu", "cpu"):
         assert f'data-chart="{kind}"' in page, kind
-    assert page.count("plotly.js v") == 1 or page.count("Plotly.newPlot") >= 5  # plotly.js inlined once
+    assert page.count("window.PlotlyConfig") == 1  # plotly.js is inlined once, for the first chart ...
+    assert page.count("Plotly.newPlot") >= 5  # ... and every chart draws with it
     assert "cdn.plot.ly" not in page.split("<body>")[0]
     assert "No diagnosis was run" in _report(run_dir) and "No findings" in _report(run_dir, [])
 
