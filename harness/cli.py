@@ -235,7 +235,7 @@ def export(
     """Export a run for other tools: --pyperf OUT.json (rates become time per unit)."""
     from harness.commands import export as command
 
-    return command.main(run_dir, pyperf, metric)
+    return command.main(run_dir, {"pyperf": pyperf}, metric)
 
 
 @app.command()

@@ -21,7 +21,7 @@ from harness.probe import Suite
 from harness.vocabulary import Vocabulary
 
 GROUP = "harness.suites"
-# A suite that is not installed here is read by DESIGN.md's conventions alone.
+# A suite that is not installed here is read by the conventions alone (docs/architecture.md).
 UNKNOWN_SUITE = Vocabulary(workers="workers", backend="backend", device="device")
 ENV_SUITES = "HARNESS_SUITES"
 ENV_PLUGINS = "HARNESS_PLUGINS"

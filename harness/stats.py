@@ -1,7 +1,7 @@
 """Statistics over measured numbers: drift slopes, medians, bootstrap intervals.
 
 Repeats give a distribution and comparisons are made on ratios of medians with
-bootstrap intervals, never on single numbers (DESIGN.md, measurement rules).
+bootstrap intervals, never on single numbers (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from typing import Any, Literal
 Better = Literal["higher", "lower"]
 
 # Params a suite need not declare: when its Params model has one of these, the harness
-# reads it as the worker count, the backend or the device (DESIGN.md's conventions; the
+# reads it as the worker count, the backend or the device (docs/architecture.md's conventions; the
 # CLI's --workers and --backend flags set them).
 CONVENTIONAL_PARAMS = ("workers", "backend", "device")
 
@@ -64,7 +64,7 @@ SIGNALS: dict[str, str] = {
     "producer_cpu_s": "value: CPU seconds of the producing process (the actor)",
 }
 
-# Generic name rules for metrics nobody declared (DESIGN.md: names carry their unit).
+# Generic name rules for metrics nobody declared (names carry their unit: docs/architecture.md).
 _LOWER_TOKENS = {"ms", "us", "ns", "rss", "mem", "latency", "lag"}
 _BATCH_STATS = {"mean", "p50", "p95", "max"}
 

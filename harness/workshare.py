@@ -1,7 +1,7 @@
 """Splitting a fixed amount of work over workers without losing any of it.
 
 `total // workers` per worker silently drops `total % workers` units and gives
-every worker zero when workers > total; that is the first failure DESIGN.md lists.
+every worker zero when workers > total; the first of the classic failures (docs/architecture.md).
 Every suite splits its work through `split_work` so that cannot happen.
 """
 

@@ -1,18 +1,20 @@
-"""`harness export RUN_DIR --pyperf OUT.json`: a run for other tools."""
+"""`harness export RUN_DIR --FORMAT OUT`: a run for other tools (harness.report.exports)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from harness.errors import UserError
-from harness.report.pyperf import export
+from harness.report.exports import EXPORTS, exporter
 
 
-def main(run_dir: Path, pyperf_out: Path | None, metrics: list[str] | None) -> int:
-    if pyperf_out is None:
-        raise UserError("say what to export: --pyperf OUT.json")
-    count, skipped = export(run_dir, pyperf_out, metrics)
-    for name in skipped:
-        print(f"skipped {name}: no value > 0")
-    print(f"{count} pyperf benchmarks (rates exported as time per unit) written: {pyperf_out}")
+def main(run_dir: Path, outputs: dict[str, Path | None], metrics: list[str] | None) -> int:
+    wanted = {name: out for name, out in outputs.items() if out is not None}
+    if not wanted:
+        raise UserError("say what to export: " + " or ".join(f"--{name} OUT.json" for name in EXPORTS))
+    for name, out in wanted.items():
+        count, skipped = exporter(name)(run_dir, out, metrics)
+        for item in skipped:
+            print(f"{name}: skipped {item}")
+        print(f"{name}: {count} entries written: {out}")
     return 0

@@ -1,0 +1,46 @@
+"""docs/architecture.md stays true: it names every module of the harness, and its recipes
+(add a diagnosis rule, add an export) hold for what is registered today."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+from harness.diagnosis.rules import RULES
+from harness.report.exports import EXPORTS, exporter
+from tests.harness.constructed_runs import cells, make_run
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
+
+
+def test_the_architecture_names_every_module_of_the_harness():
+    missing = []
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        if path.name == "__init__.py" or path.parent.name == "rules":
+            continue
+        if not re.search(rf"\b{re.escape(path.name)}", ARCHITECTURE):
+            missing.append(str(path.relative_to(ROOT)))
+    assert not missing, f"docs/architecture.md does not name: {', '.join(missing)}"
+
+
+def test_every_rule_module_is_registered_documented_and_named():
+    folder = ROOT / "harness" / "diagnosis" / "rules"
+    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    registered = {rule.__module__.rsplit(".", 1)[1] for rule in RULES}
+    assert registered == set(modules), "a rule module is missing from RULES (or RULES names a stranger)"
+    for name in modules:
+        module = importlib.import_module(f"harness.diagnosis.rules.{name}")
+        assert module.RULE.isupper() and module.check in RULES
+        assert module.__doc__ and module.RULE in module.__doc__, f"{name}: the docstring names its rule"
+
+
+def test_every_export_has_its_flag_and_writes_a_file(cli, tmp_path):
+    help_text = cli("export", "--help").output
+    run = make_run(tmp_path / "run", cells())
+    for name in EXPORTS:
+        assert f"--{name}" in help_text, name
+        out = tmp_path / f"{name}.json"
+        count, _ = exporter(name)(run, out, None)
+        assert count > 0 and out.is_file() and out.stat().st_size > 0
