@@ -18,8 +18,11 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.params import validate
-from harness.probe import Probe, SuiteError
+from harness.probe import Probe, Suite, SuiteError
 from harness.registry import get_suite
+from harness.steady import DEFAULT_CAP_S, Steady
+from harness.targets import DEFAULT_EVERY_S, Target
+from harness.workshare import resolve_workers
 
 TRACEBACK_LINES = 12
 
@@ -31,6 +34,20 @@ def limit_memory(megabytes: float | None) -> None:
     if megabytes:
         limit = int(megabytes * 2**20)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def worker_count(suite: Suite, params: Any) -> int | None:
+    """The cell's resolved worker count (its vocabulary's worker param; 0 = one per core)."""
+    key = suite.words.workers
+    value = getattr(params, key, None) if key else None
+    return resolve_workers(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def steady_rule(spec: dict[str, Any]) -> Steady | None:
+    """Auto warm-up for duration cells unless the spec turns it off (fixed warm-up)."""
+    if spec.get("steady", "auto") != "auto" or spec.get("duration") is None:
+        return None
+    return Steady.for_window(spec.get("warmup") or 0.0, spec.get("steady_max") or DEFAULT_CAP_S, spec["duration"])
 
 
 def main(argv: list[str]) -> int:
@@ -52,7 +69,11 @@ def main(argv: list[str]) -> int:
             warmup_s=spec.get("warmup") or 0.0,
             target_work=spec.get("work"),
             sink=emit,
-            per_minute=tuple(r.counter for r in suite.words.rates if r.per == "min"),
+            rates=suite.words.rates,
+            workers=worker_count(suite, params),
+            steady=steady_rule(spec),
+            target=Target.parse(spec["target"]) if spec.get("target") else None,
+            target_every_s=spec.get("target_every") or DEFAULT_EVERY_S,
         )
         suite.run(params, probe)
         metrics = probe.finish()

@@ -40,8 +40,16 @@ def user_errors_exit_2(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 SetOpt = typer.Option(None, "--set", help="k=v or k=v1,v2 (a list is a sweep axis); repeatable")
-DurationOpt = typer.Option(None, "--duration", help="measured seconds per cell")
-WarmupOpt = typer.Option(None, "--warmup", help="seconds excluded from rates")
+DurationOpt = typer.Option(None, "--duration", help="measured seconds per cell (with --target: the cap, default 120)")
+WarmupOpt = typer.Option(None, "--warmup", help="seconds excluded from rates: the floor of the automatic warm-up")
+SteadyOpt = typer.Option(
+    None, "--steady", help="auto (default): measure once the rate has settled; off: --warmup is fixed"
+)
+SteadyMaxOpt = typer.Option(None, "--steady-max", help="the most an automatic warm-up may last (default 10 s)")
+TargetOpt = typer.Option(
+    None, "--target", help="run each cell until a quality target is met, e.g. nash_conv<=0.05 (see harness suites)"
+)
+TargetEveryOpt = typer.Option(None, "--target-every", help="measured seconds between quality checks (default 1)")
 WorkOpt = typer.Option(None, "--work", help="fixed work units instead of a duration")
 TimeoutOpt = typer.Option(None, "--timeout", help="deadline per cell in seconds (default warmup+duration+60)")
 OutOpt = typer.Option(DEFAULT_RESULTS, "--out", help="directory that receives run directories")
@@ -64,6 +72,10 @@ def run(
     set_: list[str] = SetOpt,
     duration: float = DurationOpt,
     warmup: float = WarmupOpt,
+    steady: str = SteadyOpt,
+    steady_max: float = SteadyMaxOpt,
+    target: str = TargetOpt,
+    target_every: float = TargetEveryOpt,
     work: int = WorkOpt,
     timeout: float = TimeoutOpt,
     json_: bool = typer.Option(False, "--json", help="print the cell's record as JSON"),
@@ -73,7 +85,9 @@ def run(
     """Run one cell and print its metrics."""
     from harness.commands import run as command
 
-    return command.main(suite, set_, duration, warmup, work, timeout, json_, out, memory_limit)
+    budget = {"duration": duration, "warmup": warmup, "steady": steady, "steady_max": steady_max, "target": target,
+              "target_every": target_every, "work": work, "timeout": timeout, "memory_limit_mb": memory_limit}  # fmt: skip
+    return command.main(suite, set_, budget, json_, out)
 
 
 @app.command()
@@ -86,6 +100,10 @@ def sweep(
     set_: list[str] = SetOpt,
     duration: float = DurationOpt,
     warmup: float = WarmupOpt,
+    steady: str = SteadyOpt,
+    steady_max: float = SteadyMaxOpt,
+    target: str = TargetOpt,
+    target_every: float = TargetEveryOpt,
     work: int = WorkOpt,
     repeats: int = typer.Option(None, "--repeats", help="repeats of every cell"),
     out: Path = OutOpt,
@@ -100,9 +118,10 @@ def sweep(
     """Run a matrix of cells; exit 0 if all are ok, 1 if any failed, 2 on bad input."""
     from harness.commands import sweep as command
 
-    overrides = command.build_overrides(
-        suite, workers, backend, set_, duration, warmup, work, repeats, timeout, label, memory_limit
-    )
+    budget = {"duration": duration, "warmup": warmup, "steady": steady, "steady_max": steady_max, "target": target,
+              "target_every": target_every, "work": work, "repeats": repeats, "timeout": timeout,
+              "memory_limit_mb": memory_limit}  # fmt: skip
+    overrides = command.build_overrides(suite, workers, backend, set_, budget, label)
     return command.main(spec, overrides, out, resume, quiet, executor, address)
 
 

@@ -14,15 +14,19 @@ import json
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import UserError
 from harness.params import validate
 from harness.registry import get_suite
+from harness.targets import DEFAULT_CAP_S as DEFAULT_TARGET_CAP_S
+from harness.targets import Target
 
 DEFAULT_DEADLINE_SLACK_S = 60.0
+DEFAULT_DURATION_S = 5.0
+DEFAULT_STEADY_MAX_S = 10.0
 
 
 class Budget(BaseModel):
@@ -30,8 +34,18 @@ class Budget(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    duration: float | None = Field(None, gt=0, description="measured seconds per cell")
-    warmup: float | None = Field(None, ge=0, description="seconds excluded from rates")
+    duration: float | None = Field(
+        None, gt=0, description="measured seconds per cell (with a target: the most it may run)"
+    )
+    warmup: float | None = Field(
+        None, ge=0, description="seconds excluded from rates: the floor of an automatic warm-up, or all of it"
+    )
+    steady: Literal["auto", "off"] | None = Field(
+        None, description="auto: measure once the rate has settled (warmup is the floor); off: fixed warmup"
+    )
+    steady_max: float | None = Field(None, gt=0, description="the most an automatic warm-up may last, seconds")
+    target: str | None = Field(None, description="quality target METRIC<=V or METRIC>=V: run until reached")
+    target_every: float | None = Field(None, gt=0, description="measured seconds between quality checks")
     work: int | None = Field(None, ge=0, description="fixed work units instead of a duration")
     repeats: int | None = Field(None, ge=1, le=1000)
     timeout: float | None = Field(None, gt=0, description="deadline per cell, seconds")
@@ -63,6 +77,19 @@ class Cell:
     timeout: float
     id: str = field(default="")
     memory_limit_mb: float | None = None  # RLIMIT_AS of every process of the cell
+    steady: str = "auto"  # auto warm-up (warmup is its floor) or off (warmup is fixed)
+    steady_max: float = DEFAULT_STEADY_MAX_S
+    target: str | None = None  # quality target: the cell runs until it is met or `duration` passes
+    target_every: float | None = None
+
+    def budget(self) -> dict[str, Any]:
+        """What a record keeps of how the cell ran."""
+        out = {"duration": self.duration, "warmup": self.warmup, "work": self.work, "timeout": self.timeout}
+        if self.duration is not None and self.work is None and self.target is None:
+            out.update(steady=self.steady, steady_max=self.steady_max if self.steady == "auto" else None)
+        if self.target is not None:
+            out.update(target=self.target, target_every=self.target_every)
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,7 +119,10 @@ def load_spec(path: Path) -> Spec:
         raise UserError(spec_error(str(path), exc)) from None
 
 
-BUDGET_KEYS = ("duration", "warmup", "work", "repeats", "timeout", "memory_limit_mb")
+BUDGET_KEYS = (
+    "duration", "warmup", "steady", "steady_max", "target", "target_every", "work", "repeats", "timeout",
+    "memory_limit_mb",
+)  # fmt: skip
 
 
 def spec_error(source: str, exc: ValidationError) -> str:
@@ -118,6 +148,10 @@ class Overrides:
     roles: dict[str, list[Any]] = field(default_factory=dict)
     duration: float | None = None
     warmup: float | None = None
+    steady: str | None = None
+    steady_max: float | None = None
+    target: str | None = None
+    target_every: float | None = None
     work: int | None = None
     repeats: int | None = None
     timeout: float | None = None
@@ -176,22 +210,51 @@ def expand(spec: Spec) -> list[Cell]:
         duration = _pick(entry.duration, spec.duration, None)
         warmup = _pick(entry.warmup, spec.warmup, 0.0)
         work = _pick(entry.work, spec.work, None)
+        target = _pick(entry.target, spec.target, None)
+        if target is not None:
+            _check_target(entry.suite, target, work)
+            duration = duration or DEFAULT_TARGET_CAP_S
         if duration is None and work is None:
-            duration = 5.0
+            duration = DEFAULT_DURATION_S
         if work is not None:
             duration = None
+        steady = _pick(entry.steady, spec.steady, "auto")
+        steady_max = _pick(entry.steady_max, spec.steady_max, DEFAULT_STEADY_MAX_S)
+        settling = steady_max if steady == "auto" and work is None and target is None else 0.0
         repeats = _pick(entry.repeats, spec.repeats, 1)
-        deadline = (duration or 0.0) + warmup + DEFAULT_DEADLINE_SLACK_S
+        deadline = (duration or 0.0) + max(warmup, settling) + DEFAULT_DEADLINE_SLACK_S
         timeout = _pick(entry.timeout, spec.timeout, deadline)
         memory = _pick(entry.memory_limit_mb, spec.memory_limit_mb, None)
+        every = _pick(entry.target_every, spec.target_every, None)
         for raw in _axes(entry.params):
             params = validate(entry.suite, suite.params, raw).model_dump(mode="json")
             cid = cell_id(entry.suite, params)
             if cid in seen:
                 continue
             seen.add(cid)
-            cells.append(Cell(entry.suite, params, duration, warmup, work, repeats, timeout, cid, memory))
+            cells.append(
+                Cell(entry.suite, params, duration, warmup, work, repeats, timeout, cid, memory, steady, steady_max,
+                     target, every)
+            )  # fmt: skip
     return cells
+
+
+def _check_target(suite: str, text: str, work: int | None) -> None:
+    """A target names a quality metric the suite declares, the way it is better, a number."""
+    try:
+        target = Target.parse(text)
+    except ValueError as exc:
+        raise UserError(f"--target {exc}") from None
+    if work is not None:
+        raise UserError(f"--target {text}: a target and --work exclude each other (a target runs until it is met)")
+    words = get_suite(suite).words
+    quality = words.quality_metric(target.metric)
+    if quality is None:
+        declared = ", ".join(f"{q.metric} ({q.better} is better)" for q in words.quality) or "none"
+        raise UserError(f"--target {text}: suite {suite!r} declares no quality metric {target.metric!r}; it declares: {declared}")
+    if quality.better != target.better:
+        op = "<=" if quality.better == "lower" else ">="
+        raise UserError(f"--target {text}: {target.metric} is better {quality.better}; write {target.metric}{op}VALUE")
 
 
 def _pick(*values: Any) -> Any:

@@ -13,12 +13,11 @@ it (result messages, shared counters); it is not shared across processes.
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
-from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
@@ -26,7 +25,11 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from harness.choices import Choices
+from harness.observations import Observations
+from harness.steady import Steady, settled, trend
+from harness.targets import DEFAULT_EVERY_S, Target
 from harness.vocabulary import EMPTY, LimitBenchmark, Quality, Rate, Reference, Vocabulary
+from harness.window import counter_rates, declared_rates, drift_metrics
 from harness.workshare import resolve_workers, split_work, usable_cores
 
 __all__ = [
@@ -47,12 +50,6 @@ __all__ = [
 
 Phase = Literal["warmup", "measure"]
 Sink = Callable[[dict[str, Any]], None]
-
-_HIST_MAX_DISTINCT = 512
-# A slope fitted to fewer 1 s rates is noise (thousands of %/min on a 2 s cell), not drift.
-MIN_DRIFT_SAMPLES = 10
-
-
 class SuiteError(Exception):
     """A failure the suite can explain in one line (bad device, unsupported combination).
 
@@ -101,58 +98,18 @@ class Suite:
         return Resources(cpus=cpus)
 
 
-class _Observations:
-    """Weighted samples of one observed quantity (a batch size, a wait in ms)."""
-
-    __slots__ = ("values", "weights")
-
-    def __init__(self) -> None:
-        self.values = array("d")
-        self.weights = array("d")
-
-    def add(self, value: float, count: float) -> None:
-        self.values.append(value)
-        self.weights.append(count)
-
-    def summary(self, name: str) -> dict[str, Any]:
-        import numpy as np
-
-        values = np.frombuffer(self.values, dtype=np.float64)
-        weights = np.frombuffer(self.weights, dtype=np.float64)
-        keep = weights > 0
-        values, weights = values[keep], weights[keep]
-        if values.size == 0:
-            return {f"{name}_count": 0}
-        order = np.argsort(values, kind="stable")
-        values, weights = values[order], weights[order]
-        cumulative = np.cumsum(weights)
-        total = float(cumulative[-1])
-
-        def quantile(q: float) -> float:
-            return float(values[min(int(np.searchsorted(cumulative, q * total)), values.size - 1)])
-
-        out: dict[str, Any] = {
-            f"{name}_count": total,
-            f"{name}_mean": float(np.dot(values, weights) / total),
-            f"{name}_p50": quantile(0.50),
-            f"{name}_p95": quantile(0.95),
-            f"{name}_max": float(values[-1]),
-        }
-        distinct, inverse = np.unique(values, return_inverse=True)
-        if distinct.size <= _HIST_MAX_DISTINCT and np.all(distinct == np.round(distinct)):
-            counts = np.bincount(inverse, weights=weights)
-            out[f"{name}_hist"] = {str(int(v)): float(c) for v, c in zip(distinct, counts, strict=True)}
-        return out
-
-
 class Probe:
-    """Counters, observations, values, work accounting, phases and the stop signal.
+    """Counters, observations, values, work accounting, phases, quality and the stop signal.
 
     Parameters come from the harness: `duration_s` is the measured window (None for a
-    fixed-work run, which sets `target_work` and stops by itself), `warmup_s` the time
-    excluded from rates, `sink` receives the time series as it is sampled so that a
-    cell that hangs or is killed still leaves its series behind, `per_minute` names the
-    counters the suite's vocabulary rates per minute (`<counter>_per_min` as well).
+    fixed-work run, which sets `target_work` and stops by itself; the cap of a run with a
+    `target`), `warmup_s` the time excluded from rates (with `steady`, the floor of an
+    automatic warm-up that ends once the rate has settled), `sink` receives the time series
+    as it is sampled so that a cell that hangs or is killed still leaves its series behind,
+    `rates` are the suite's declared rates (per minute, long units), `workers` the cell's
+    worker count (a rate needs completions per worker to mean anything), `target` a quality
+    target checked whenever the suite reports that metric, at most every `target_every_s`
+    measured seconds (`quality_due`).
     """
 
     def __init__(
@@ -164,16 +121,25 @@ class Probe:
         sink: Sink | None = None,
         series_period_s: float = 1.0,
         clock: Callable[[], float] = time.perf_counter,
-        per_minute: tuple[str, ...] = (),
+        rates: tuple[Rate, ...] = (),
+        workers: int | None = None,
+        steady: Steady | None = None,
+        target: Target | None = None,
+        target_every_s: float = DEFAULT_EVERY_S,
     ) -> None:
         if duration_s is not None and duration_s <= 0:
             raise ValueError(f"duration_s must be > 0, got {duration_s}")
         if warmup_s < 0:
             raise ValueError(f"warmup_s must be >= 0, got {warmup_s}")
+        whole_run = target_work is not None or target is not None  # every unit of progress counts
         self.duration_s = duration_s
-        self.warmup_s = warmup_s if target_work is None else 0.0
+        self.warmup_s = 0.0 if whole_run else warmup_s
         self.target_work = target_work
-        self._per_minute = set(per_minute)  # counters whose rate reads better per minute (games)
+        self.target = target
+        self._rates = tuple(rates)
+        self._workers = workers
+        self._steady = None if whole_run else steady
+        self._target_every = target_every_s
         self._sink = sink
         self._clock = clock
         self._period = series_period_s
@@ -181,13 +147,16 @@ class Probe:
 
         self._t0 = clock()
         self._warmup_started = self._t0
-        self._phase: Phase = "warmup" if self.warmup_s > 0 else "measure"
-        self._measure_start: float | None = None if self.warmup_s > 0 else self._t0
+        waits = self.warmup_s > 0 or self._steady is not None
+        self._phase: Phase = "warmup" if waits else "measure"
+        self._measure_start: float | None = None if waits else self._t0
         self._measure_end: float | None = None
+        self._warmup_reason = "none" if not waits else ""
+        self._settle: list[tuple[float, float]] = []  # (t, count) every steady.PERIOD_S in warm-up
         self._counters: dict[str, float] = {}
         self._at_measure_start: dict[str, float] = {}
         self._at_measure_end: dict[str, float] | None = None
-        self._observations: dict[str, _Observations] = {}
+        self._observations: dict[str, Observations] = {}
         self._values: dict[str, Any] = {}
         self._requested = 0
         self._done = 0
@@ -195,10 +164,16 @@ class Probe:
         self._warnings: list[str] = []
         self._next_sample = self._t0 + self._period
         self._samples: list[tuple[float, str, dict[str, float]]] = []
+        self._paused_s = 0.0  # measured time spent evaluating quality, excluded from the window
+        self._pause_started: float | None = None
+        self._last_check: float | None = None  # active measured time of the last quality check
+        self._checks = 0
+        self._best: float | None = None
+        self._reached: tuple[float, float] | None = None  # (active seconds, work) when the target was met
 
     # ------------------------------------------------------------------ reporting
     def count(self, name: str, n: float = 1) -> None:
-        """Add `n` to counter `name` (a plural noun: iterations, games, nn_evals)."""
+        """Add `n` to counter `name` (a plural noun: what the suite counts)."""
         with self._lock:
             self._counters[name] = self._counters.get(name, 0) + n
         self._tick()
@@ -211,12 +186,12 @@ class Probe:
         with self._lock:
             obs = self._observations.get(name)
             if obs is None:
-                obs = self._observations[name] = _Observations()
+                obs = self._observations[name] = Observations()
             obs.add(float(value), float(count))
         self._tick()
 
     def set(self, name: str, value: Any) -> None:
-        """Set a value (nash_conv, mean_return); numbers also become a point of the series."""
+        """Set a value (a quality metric, a fact); numbers also become a point of the series."""
         with self._lock:
             self._values[name] = value
         if isinstance(value, int | float) and not isinstance(value, bool) and self._sink is not None:
@@ -239,6 +214,42 @@ class Probe:
         """A line in the cell's log."""
         print(message, file=sys.stderr, flush=True)
 
+    # ------------------------------------------------------------------ quality
+    def quality_due(self) -> bool:
+        """True when a quality target is set and a check is due: the suite then evaluates
+        inside `evaluating()` and reports the value with `quality()`."""
+        if self.target is None or self.current_phase != "measure" or self._pause_started is not None:
+            return False
+        active = self._active(self._clock())
+        return self._last_check is None or active - self._last_check >= self._target_every
+
+    @contextmanager
+    def evaluating(self) -> Iterator[None]:
+        """Time spent in here (a quality evaluation) is left out of the measured window."""
+        self._pause_started = self._clock()
+        try:
+            yield
+        finally:
+            self._paused_s += self._clock() - self._pause_started
+            self._pause_started = None
+
+    def quality(self, name: str, value: float) -> None:
+        """Report a quality metric; reaching the target closes the measured window."""
+        self.set(name, value)
+        target = self.target
+        if target is None or name != target.metric or self._measure_end is not None:
+            return
+        now = self._clock()
+        self._last_check = self._active(now)
+        self._checks += 1
+        if self._best is None or (value < self._best if target.op == "<=" else value > self._best):
+            self._best = value
+        if target.met(value):
+            counter = self._rates[0].counter if self._rates else None
+            work = self._counters.get(counter, 0) - self._at_measure_start.get(counter, 0) if counter else 0.0
+            self._reached = (self._last_check, work)
+            self._stop(now)
+
     # ------------------------------------------------------------------ phases
     @property
     def current_phase(self) -> Literal["warmup", "measure", "stopped"]:
@@ -253,41 +264,78 @@ class Probe:
                 self._phase = "warmup"
                 self._measure_start = None
                 self._warmup_started = now
+                self._settle = []
         elif name == "measure":
             if self._phase == "warmup":
-                self._enter_measure(now)
+                self._enter_measure(now, "the suite began measuring")
         else:
             raise ValueError(f"phase must be 'warmup' or 'measure', got {name!r}")
 
     def should_stop(self) -> bool:
-        """True once the measured window has lasted `duration_s` (never, in fixed-work runs)."""
+        """True once the measured window has lasted `duration_s` (never, in fixed-work
+        runs), or a quality target was reached."""
         now = self._clock()
         self._tick(now)
         if self._measure_end is not None:
             return True
-        if self._phase == "warmup" and now - self._warmup_started >= self.warmup_s:
-            self._enter_measure(now)
+        if self._phase == "warmup":
+            self._warm(now)
         if self.duration_s is None or self._measure_start is None:
             return False
-        if now - self._measure_start >= self.duration_s:
+        if self._active(now) >= self.duration_s:
             self._stop(now)
             return True
         return False
 
     def stop(self) -> None:
         """Close the measured window now, e.g. when fixed work is done: what follows (a final
-        exploitability evaluation, shutting workers down) then counts in no rate."""
+        evaluation, shutting workers down) then counts in no rate."""
         if self._measure_end is None:
             now = self._clock()
             if self._measure_start is None:
-                self._enter_measure(now)
+                self._enter_measure(now, "the run ended during warm-up")
             self._stop(now)
 
-    def _enter_measure(self, now: float) -> None:
+    def _active(self, now: float) -> float:
+        """Measured seconds so far, quality evaluations left out."""
+        if self._measure_start is None:
+            return 0.0
+        paused = self._paused_s + (now - self._pause_started if self._pause_started is not None else 0.0)
+        return (self._measure_end or now) - self._measure_start - paused
+
+    def _warm(self, now: float) -> None:
+        """Warm-up: end it at the floor (fixed), or once the rate has settled (steady)."""
+        elapsed = now - self._warmup_started
+        steady = self._steady
+        if steady is None:
+            if elapsed >= self.warmup_s:
+                self._enter_measure(now, f"fixed warm-up of {self.warmup_s:g} s")
+            return
+        if not self._settle or now - self._settle[-1][0] >= steady.period_s:
+            self._settle.append((now, self._counters.get(self._settle_counter(), 0.0)))
+        if elapsed < steady.floor_s:
+            return
+        rates = [(c1 - c0) / (t1 - t0) for (t0, c0), (t1, c1) in zip(self._settle, self._settle[1:], strict=False)]
+        name = self._settle_counter()
+        fit = trend(rates[-steady.window :])
+        how = f"trend {fit[0]:+.1%} (p of a rise {fit[1]:.2f}) over {steady.window * steady.period_s:.2g} s" if fit else "no counts"
+        if settled(rates, steady):
+            self._enter_measure(now, f"{name} rate settled after {elapsed:.1f} s ({how})")
+        elif elapsed >= steady.cap_s:
+            self._enter_measure(now, f"cap of {steady.cap_s:g} s reached while the {name} rate still rose ({how})")
+
+    def _settle_counter(self) -> str:
+        """The counter whose rate must settle: the headline's finer part, else the busiest."""
+        if self._rates:
+            return self._rates[0].made_of or self._rates[0].counter
+        return max(self._counters, key=lambda k: self._counters[k], default="")
+
+    def _enter_measure(self, now: float, why: str) -> None:
         with self._lock:
             self._phase = "measure"
             self._measure_start = now
             self._at_measure_start = dict(self._counters)
+            self._warmup_reason = why
         self._sample(now, force=True)
 
     def _stop(self, now: float) -> None:
@@ -322,60 +370,65 @@ class Probe:
         """Close the window (if the run ended on its own) and summarise everything as metrics."""
         now = self._clock()
         if self._measure_start is None:  # the run ended during warm-up
-            self._enter_measure(now)
+            self._enter_measure(now, "the run ended during warm-up")
         if self._measure_end is None:
             self._stop(now)
         assert self._measure_start is not None and self._measure_end is not None
-        window = self._measure_end - self._measure_start
+        window = self._active(self._measure_end)
         metrics: dict[str, Any] = {"wall_s": now - self._t0, "measure_s": window}
+        if self._warmup_reason != "none":
+            metrics["warmup_s"] = self._measure_start - self._warmup_started
+            metrics["warmup_reason"] = self._warmup_reason
         end_counts = self._at_measure_end or {}
-        for name, total in sorted(self._counters.items()):
-            metrics[name] = total
-            measured = end_counts.get(name, total) - self._at_measure_start.get(name, 0)
-            metrics[f"{name}_per_s"] = measured / window if window > 0 else math.nan
-            if name in self._per_minute:
-                metrics[f"{name}_per_min"] = metrics[f"{name}_per_s"] * 60.0
+        metrics.update(counter_rates(self._counters, self._at_measure_start, end_counts, window))
+        for warning in declared_rates(
+            self._rates, self._counters, self._at_measure_start, end_counts, window, self._workers, metrics
+        ):
+            self.warn(warning)
         for name, obs in sorted(self._observations.items()):
             metrics.update(obs.summary(name))
         if self._work_reported:
             metrics["work_requested"] = self._requested
             metrics["work_done"] = self._done
-        metrics.update(self._drift_metrics())
+        metrics.update(drift_metrics(self._window_samples(), sorted(self._counters)))
         metrics.update(self._values)
+        metrics.update(self._target_metrics())
         return metrics
+
+    def _target_metrics(self) -> dict[str, Any]:
+        target = self.target
+        if target is None:
+            return {}
+        out: dict[str, Any] = {
+            "target": str(target),
+            "target_reached": int(self._reached is not None),
+            "quality_checks": self._checks,
+            "quality_eval_s": self._paused_s,
+        }
+        if self._best is not None:
+            out["target_best"] = self._best
+        if self._reached is not None:
+            out["time_to_target_s"], out["work_to_target"] = self._reached
+        else:
+            seen = f"best {target.metric} {self._best:.4g} in {self._checks} checks" if self._checks else (
+                f"the suite never reported {target.metric}"
+            )  # fmt: skip
+            self.warn(f"target {target} not reached within the {self.duration_s:g} s cap: {seen}")
+        return out
 
     @property
     def warnings(self) -> list[str]:
         return list(self._warnings)
 
-    def _drift_metrics(self) -> dict[str, float]:
-        """Least-squares slope of each counter's rate over the measured window, in % of the
-        mean rate per minute: a throughput that decays as state grows shows up here."""
-        from harness.stats import drift_pct_per_min
-
+    def _window_samples(self) -> list[tuple[float, dict[str, float]]]:
+        """The measured window's samples, at least half a period apart: samples taken while
+        workers shut down (after the window's closing sample) show the shutdown, not a drift,
+        and forced samples at phase changes can sit a few ms from a periodic one."""
         measured: list[tuple[float, dict[str, float]]] = []
         end = (self._measure_end if self._measure_end is not None else self._clock()) - self._t0
         for t, phase, counts in self._samples:
-            # only the measured window: samples taken while workers shut down (phase
-            # "stopped", after the window's closing sample) show the shutdown, not a drift.
-            # Forced samples at phase changes can sit a few ms from a periodic one; an
-            # interval that short gives a meaningless rate, so keep samples >= half a period apart
             if phase == "warmup" or t > end:
                 continue
             if not measured or t - measured[-1][0] >= 0.5 * self._period:
                 measured.append((t, counts))
-        out: dict[str, float] = {}
-        if len(measured) < MIN_DRIFT_SAMPLES:
-            return out
-        for name in self._counters:
-            times, rates = [], []
-            for (t_a, c_a), (t_b, c_b) in zip(measured, measured[1:], strict=False):
-                if t_b - t_a <= 0:
-                    continue
-                times.append((t_a + t_b) / 2)
-                rates.append((c_b.get(name, 0) - c_a.get(name, 0)) / (t_b - t_a))
-            drift = drift_pct_per_min(times, rates)
-            if drift is not None:
-                out[f"{name}_per_s_drift_pct_per_min"] = drift[0]
-                out[f"{name}_per_s_drift_se"] = drift[1]
-        return out
+        return measured

@@ -104,6 +104,10 @@ class CellRunner:
                 "warmup": cell.warmup,
                 "work": cell.work,
                 "memory_limit_mb": cell.memory_limit_mb,
+                "steady": cell.steady,
+                "steady_max": cell.steady_max,
+                "target": cell.target,
+                "target_every": cell.target_every,
             }
         )
         key = f"{cell.id}-{repeat}"
@@ -168,7 +172,7 @@ class CellRunner:
             reason=reason,
             started=started,
             ended=utc_now(),
-            budget={"duration": cell.duration, "warmup": cell.warmup, "work": cell.work, "timeout": cell.timeout},
+            budget=cell.budget(),
             log=self.store.relative(log_path),
             stack_dump=dump,
         )

@@ -75,7 +75,9 @@ class Rate:
 
     `per` is the unit the headline shows (`games_per_min` reads better than 0.2 games/s).
     `made_of` names a finer counter each unit consists of (a game of moves, an episode of
-    env steps): a unit that takes seconds can then be counted fairly in a short window.
+    env steps): a unit that takes seconds can then be counted fairly in a short window, as
+    the finer rate over the mean unit length (harness.window), when the suite also counts
+    `completed_fine` (the finer units of each unit as it completes).
     """
 
     counter: str
@@ -89,6 +91,12 @@ class Rate:
     @property
     def per_s(self) -> str:
         return f"{self.counter}_per_s"
+
+    @property
+    def completed_fine(self) -> str | None:
+        """The counter of `made_of` units inside completed units ("moves_in_games"), which
+        the suite counts when a unit completes: their ratio is the mean unit length."""
+        return f"{self.made_of}_in_{self.counter}" if self.made_of else None
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from harness.execute import execute, new_run
 from harness.executors import get_executor
@@ -13,21 +14,8 @@ from harness.progress import Progress
 from harness.report.terminal import console_for_stdout, render
 
 
-def main(
-    suite_name: str,
-    sets: list[str] | None,
-    duration: float | None,
-    warmup: float | None,
-    work: int | None,
-    timeout: float | None,
-    as_json: bool,
-    out: Path,
-    memory_limit_mb: float | None = None,
-) -> int:
-    spec, cell = single_cell(
-        "run", suite_name, sets, duration=duration, warmup=warmup, work=work, timeout=timeout,
-        memory_limit_mb=memory_limit_mb,
-    )  # fmt: skip
+def main(suite_name: str, sets: list[str] | None, budget: dict[str, Any], as_json: bool, out: Path) -> int:
+    spec, cell = single_cell("run", suite_name, sets, **budget)
     store = new_run(out, spec, [cell], sys.argv)
     (record,) = execute(store, [cell], get_executor("local"), Progress(quiet=True))
     if as_json:

@@ -21,34 +21,19 @@ def build_overrides(
     workers: str | None,
     backend: str | None,
     sets: list[str] | None,
-    duration: float | None,
-    warmup: float | None,
-    work: int | None,
-    repeats: int | None,
-    timeout: float | None,
+    budget: dict[str, Any],
     label: str | None,
-    memory_limit_mb: float | None = None,
 ) -> Overrides:
     """The command line as Overrides; --workers and --backend set the suites' worker and
-    backend params (their vocabulary's; by convention `workers` and `backend`)."""
+    backend params (their vocabulary's; by convention `workers` and `backend`); `budget`
+    holds the budget flags by Overrides field name (None: keep the spec's)."""
     axes: dict[str, list[Any]] = dict(parse_assignments(sets))
     roles: dict[str, list[Any]] = {}
     for flag, role, text in (("--workers", "workers", workers), ("--backend", "backend", backend)):
         values = parse_list(flag, text)
         if values is not None:
             roles[role] = values
-    return Overrides(
-        suite=suite,
-        axes=axes,
-        roles=roles,
-        duration=duration,
-        warmup=warmup,
-        work=work,
-        repeats=repeats,
-        timeout=timeout,
-        label=label,
-        memory_limit_mb=memory_limit_mb,
-    )
+    return Overrides(suite=suite, axes=axes, roles=roles, label=label, **budget)
 
 
 def main(

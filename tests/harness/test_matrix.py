@@ -17,7 +17,8 @@ def test_lists_become_axes_and_ids_are_stable(tmp_path):
     assert len(cells) == 4
     assert {c.params["workers"] for c in cells} == {1, 2}
     assert all(c.duration == 1.5 and c.repeats == 2 for c in cells)
-    assert all(c.timeout == pytest.approx(1.5 + 60) for c in cells)
+    # the deadline leaves room for the measured window, the automatic warm-up's cap and 60 s
+    assert all(c.timeout == pytest.approx(1.5 + 10 + 60) and c.steady == "auto" for c in cells)
     again = expand(load_spec(spec_file))
     assert [c.id for c in cells] == [c.id for c in again]
     assert len({c.id for c in cells}) == 4
@@ -78,3 +79,24 @@ def test_set_parsing_never_crashes_with_anything_but_a_user_error(items):
         expand(apply_overrides(Spec(), Overrides(suite="synthetic", axes=axes)))
     except UserError as exc:
         assert str(exc)
+
+
+@pytest.mark.parametrize(
+    ("target", "extra", "words"),
+    [
+        ("nash_conv<=0.05", {}, None),
+        ("nash_conv=0.05", {}, "METRIC<=VALUE"),
+        ("nash_conv>=0.05", {}, "better lower; write nash_conv<="),
+        ("mean_return>=100", {}, "declares no quality metric 'mean_return'; it declares: nash_conv (lower"),
+        ("nash_conv<=0.05", {"work": 1000}, "exclude each other"),
+    ],
+)
+def test_targets_name_a_declared_quality_metric_the_right_way(target, extra, words):
+    overrides = Overrides(suite="mccfr", target=target, **extra)
+    if words is None:
+        (cell,) = expand(apply_overrides(Spec(), overrides))
+        assert cell.target == target and cell.duration == 120.0 and cell.work is None
+        assert cell.budget()["target"] == target and "steady" not in cell.budget()
+        return
+    with pytest.raises(UserError, match=words.replace("(", r"\(")):
+        expand(apply_overrides(Spec(), overrides))

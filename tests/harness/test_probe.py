@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from harness.probe import Probe
+from harness.probe import Probe, Rate
 
 
 class FakeClock:
@@ -35,7 +35,7 @@ def test_rates_cover_the_measured_window_only():
 
 def test_fixed_work_runs_measure_everything_and_never_stop_on_time():
     clock = FakeClock()
-    probe = Probe(target_work=50, warmup_s=3, clock=clock, per_minute=("games",))
+    probe = Probe(target_work=50, warmup_s=3, clock=clock, rates=(Rate("games", per="min"),))
     clock.t = 100
     assert not probe.should_stop()
     probe.count("games", 50)
