@@ -47,7 +47,7 @@ SteadyOpt = typer.Option(
 )
 SteadyMaxOpt = typer.Option(None, "--steady-max", help="the most an automatic warm-up may last (default 10 s)")
 TargetOpt = typer.Option(
-    None, "--target", help="run each cell until a quality target is met, e.g. nash_conv<=0.05 (see harness suites)"
+    None, "--target", help="run each cell until a quality target is met, e.g. accuracy>=0.9 (quality metrics: harness suites)"
 )
 TargetEveryOpt = typer.Option(None, "--target-every", help="measured seconds between quality checks (default 1)")
 WorkOpt = typer.Option(None, "--work", help="fixed work units instead of a duration")

@@ -33,6 +33,7 @@ DEFAULT_TOLERANCE = 0.02
 DEFAULT_CONFIDENCE = 0.95
 PAIRED = True  # divide by the reference's same repeat, not its median
 GATE_VERDICTS = ("pass", "fail")
+TIME_TO_TARGET = "time_to_target_s"  # gated like a throughput: lower is better
 
 
 def parse_tolerance(text: str | float) -> float:
@@ -185,12 +186,14 @@ def correctness_checks(cell: CellGroup, base: CellGroup | None, bounds: dict[str
 
 
 def speed_metrics(base: CellGroup, cand: CellGroup, opts: GateOptions) -> list[str]:
+    """The metrics gated for speed: those asked for, else every throughput and the time to
+    a quality target, where both sides have them."""
     if opts.metrics:
         return [m for m in opts.metrics if base.by_repeat(m) and cand.by_repeat(m)]
     names: dict[str, None] = {}
     for rec in cand.records:
         for m in rec.metrics:
-            if is_throughput(cand, m) and base.by_repeat(m):
+            if (is_throughput(cand, m) or m == TIME_TO_TARGET) and base.by_repeat(m):
                 names.setdefault(m, None)
     return list(names)
 

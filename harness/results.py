@@ -13,9 +13,11 @@ import numpy as np
 import pandas as pd
 
 from harness.record import Record
+from harness.stats import spread_pct
 from harness.store import RunStore
 
 ID_COLUMNS = ["id", "suite", "repeat", "status", "reason"]
+RATE_SUFFIXES = ("_per_s", "_per_min")  # rates get a spread column: (max - min) / median, %
 
 
 def _scalar(value: Any) -> bool:
@@ -83,6 +85,8 @@ def summary_frame(records: list[Record]) -> pd.DataFrame:
             row[f"{col}_median"] = float(np.median(values))
             row[f"{col}_min"] = float(values.min())
             row[f"{col}_max"] = float(values.max())
+            if col.endswith(RATE_SUFFIXES) and len(values) > 1:
+                row[f"{col}_spread_pct"] = spread_pct(values.tolist())
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -93,3 +93,13 @@ def verdict(interval: dict[str, float], higher_is_better: bool, tolerance: float
     if interval["high"] < 1 - tolerance:
         return "worse" if higher_is_better else "better"
     return "same"
+
+
+def spread_pct(values: Sequence[float]) -> float | None:
+    """(max - min) / median in %, or None with fewer than two values or a zero median."""
+    if len(values) < 2:
+        return None
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return 100.0 * (ordered[-1] - ordered[0]) / abs(median) if median else None

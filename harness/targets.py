@@ -28,7 +28,7 @@ class Target:
         """'nash_conv<=0.05' -> Target; ValueError naming the form otherwise."""
         match = _FORM.match(text)
         if match is None:
-            raise ValueError(f"{text!r}: write METRIC<=VALUE or METRIC>=VALUE, e.g. nash_conv<=0.05")
+            raise ValueError(f"{text!r}: write METRIC<=VALUE or METRIC>=VALUE, e.g. accuracy>=0.9")
         metric, op, value = match.groups()
         try:
             number = float(value)

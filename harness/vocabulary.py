@@ -33,6 +33,10 @@ CONVENTIONAL_PARAMS = ("workers", "backend", "device")
 HARNESS_METRICS: dict[str, Better | None] = {
     "wall_s": "lower",
     "measure_s": None,
+    "warmup_s": None,
+    "time_to_target_s": "lower",  # wall time to reach a quality target (--target), checks excluded
+    "work_to_target": "lower",  # the headline counter's units spent reaching it
+    "quality_eval_s": None,
     "work_requested": None,
     "work_done": None,
     "cpu_s": None,
@@ -187,15 +191,22 @@ class Vocabulary:
         )
 
     # ------------------------------------------------------------------ reading records
-    def headline(self, metric_names: set[str] | frozenset[str]) -> str | None:
-        """The rate these metrics are judged by: the first declared rate reported, else
-        the first `*_per_s` rate (drift slopes aside), alphabetically."""
+    def headline(self, metric_names: set[str] | frozenset[str], invalid: set[str] | frozenset[str] = frozenset()) -> str | None:
+        """The rate these metrics are judged by: the first declared rate reported and not
+        `invalid` (its `<counter>_per_s` marked invalid by the probe: too few completions
+        in the window), else the first `*_per_s` rate (drift slopes aside), alphabetically."""
         for rate in self.rates:
+            if rate.per_s in invalid:
+                continue
             if rate.metric in metric_names:
                 return rate.metric
             if rate.per_s in metric_names:
                 return rate.per_s
-        generic = sorted(n for n in metric_names if n.endswith(("_per_s", "_per_min")) and "_drift_" not in n)
+        generic = sorted(
+            n
+            for n in metric_names
+            if n.endswith(("_per_s", "_per_min")) and "_drift_" not in n and n.removesuffix("_per_min") + "_per_s" not in invalid
+        )
         return generic[0] if generic else None
 
     def columns(self, present: set[str] | frozenset[str]) -> list[str]:
@@ -204,7 +215,8 @@ class Vocabulary:
         rates = [r.metric if r.metric in present else r.per_s for r in self.rates]
         if not self.rates:
             rates = sorted(n for n in present if n.endswith(("_per_s", "_per_min")) and "_drift_" not in n)
-        wanted = [*rates, *self.report, *HARNESS_REPORT]
+        completed = [f"{self.rates[0].counter}_in_window"] if self.rates else []  # units the window held
+        wanted = [*rates, *completed, *self.report, *HARNESS_REPORT]
         return [m for m in dict.fromkeys(wanted) if m in present]
 
     def signal(self, name: str) -> str:

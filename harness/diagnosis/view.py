@@ -14,11 +14,14 @@ class RunView:
     cores: int
 
     def rate(self, cells: list[CellGroup]) -> str | None:
-        """The headline rate of these cells (their suite's vocabulary; the first cell's)."""
+        """The rate these cells are compared by: their suite's headline, unless a cell's
+        window held too few completed units for it (then the next declared rate that is
+        valid in every cell, e.g. moves where games were too few)."""
         if not cells:
             return None
         names = set().union(*(c.metric_names() for c in cells))
-        return cells[0].vocabulary.headline(names)
+        invalid = set().union(*(c.invalid_rates() for c in cells))
+        return cells[0].vocabulary.headline(names, invalid)
 
     def scaling_groups(self) -> list[list[tuple[int, CellGroup]]]:
         """Cells that differ only in their worker count, each group sorted by it."""

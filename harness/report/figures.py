@@ -37,9 +37,12 @@ def ok_records(records: Iterable[Record]) -> list[Record]:
 
 
 def primary_rate(records: list[Record]) -> str | None:
-    """The suite's headline rate among these (one suite's) records, or None."""
-    present = {k for r in ok_records(records) for k, v in r.metrics.items() if number(v) is not None}
-    return vocabulary_of(records[0].suite).headline(present) if records else None
+    """The suite's headline rate among these (one suite's) records, skipping one that some
+    cell's window held too few units for (the rules compare by the same rate), or None."""
+    ok = ok_records(records)
+    present = {k for r in ok for k, v in r.metrics.items() if number(v) is not None}
+    invalid = {k.removesuffix("_valid") for r in ok for k, v in r.metrics.items() if k.endswith("_per_s_valid") and v == 0}
+    return vocabulary_of(records[0].suite).headline(present, invalid) if records else None
 
 
 def varying_params(records: list[Record]) -> list[str]:

@@ -23,6 +23,7 @@ from harness.diagnosis.findings import severity_rank
 from harness.record import Record, number
 from harness.registry import vocabulary_of
 from harness.report import figures
+from harness.report.spread import spread_warnings
 
 REPORT_FILE = "report.html"
 MAX_TABLE_METRICS = 8
@@ -357,6 +358,8 @@ def suite_section(run_dir: Path, meta: dict[str, Any], suite: str, records: list
         parts.append('<p class="note">No CPU samples.</p>')
 
     parts.append("<h3>Cells</h3>")
+    for warning in spread_warnings(records, rate):
+        parts.append(f'<p class="note warn">warning: {esc(warning)}</p>')
     parts.append(cells_table(records, rate))
     parts.append("</section>")
     return "\n".join(parts)

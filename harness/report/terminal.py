@@ -12,6 +12,8 @@ from rich.table import Table
 
 from harness.record import Record
 from harness.registry import vocabulary_of
+from harness.report.figures import primary_rate
+from harness.report.spread import spread_warnings
 from harness.results import param_columns, summary_frame
 
 MAX_METRICS = 7
@@ -61,6 +63,8 @@ def render(records: list[Record], console: Console | None = None) -> None:
                 cells.append(text)
             table.add_row(*cells)
         console.print(table)
+        for warning in spread_warnings(suite_records, primary_rate(suite_records)):
+            console.print(f"[yellow]warning[/yellow]: {escape(warning)}", highlight=False)
 
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}

@@ -281,3 +281,16 @@ def test_drift_fires_on_what_the_probe_measures_from_a_decaying_rate():
         rate -= 10 / 30
     f = only([rec("a", probe.finish())], "DRIFT")
     assert f.evidence["rates"]["iterations_per_s"]["slope_pct_per_min"] < -50
+
+
+def test_negative_scaling_compares_a_rate_that_is_valid_at_every_worker_count():
+    # games_per_s "falls" 10.4 -> 3.99 only because the 128-worker window held almost no
+    # finished game (the probe marked it invalid); moves/s, valid everywhere, is flat
+    def cell(workers, games, moves, valid):
+        m = {"games_per_s": games, "games_per_min": 60 * games, "moves_per_s": moves, "games_per_s_valid": valid}
+        return rec(f"w{workers}", m, {"backend": "server", "workers": workers}, suite="selfplay")
+
+    assert "NEGATIVE_SCALING" not in rules([cell(4, 10.4, 194.0, 1), cell(128, 3.99, 183.0, 0)])
+    f = only([cell(4, 10.4, 194.0, 1), cell(128, 3.99, 75.0, 0)], "NEGATIVE_SCALING")
+    assert f.evidence["rate"] == "moves_per_s"  # a real drop, in the rate valid at both counts
+    assert "NEGATIVE_SCALING" in rules([cell(4, 10.4, 194.0, 1), cell(128, 3.99, 183.0, 1)])
