@@ -10,6 +10,7 @@ from harness.execute import execute, new_run
 from harness.executors import get_executor
 from harness.matrix import single_cell
 from harness.progress import Progress
+from harness.report.evidence import number
 from harness.report.terminal import console_for_stdout, render
 
 
@@ -37,7 +38,7 @@ def main(
         console = console_for_stdout()
         for key, value in sorted(record.metrics.items()):
             if not isinstance(value, dict):
-                console.print(f"  {key}: {value}", markup=False, highlight=False)
+                console.print(f"  {key}: {number(value)}", markup=False, highlight=False)
         print(f"run directory: {store.root}")
     if record.ok:
         return 0

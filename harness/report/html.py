@@ -22,7 +22,7 @@ import plotly.io as pio
 from harness.diagnosis.findings import severity_rank
 from harness.record import Record, number
 from harness.registry import vocabulary_of
-from harness.report import figures
+from harness.report import evidence, figures
 
 REPORT_FILE = "report.html"
 MAX_TABLE_METRICS = 8
@@ -43,10 +43,8 @@ def fmt(value: Any) -> str:
         return "–"
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, float):
-        return "–" if math.isnan(value) else f"{value:.4g}"
-    if isinstance(value, int):
-        return str(value)
+    if isinstance(value, int | float):
+        return "–" if isinstance(value, float) and math.isnan(value) else evidence.number(value)
     return str(value)
 
 
@@ -109,6 +107,15 @@ td{white-space:nowrap}td.wrap{white-space:normal;min-width:14em;max-width:32em;w
 .sev-critical,.sev-error{color:#b00020;font-weight:bold}.sev-warning,.sev-warn{color:#9a6700;font-weight:bold}
 .chart{margin:.5em 0 1em 0;min-height:340px}
 code{background:#f4f4f4;padding:0 .2em}
+table.meta{width:100%;table-layout:fixed}
+table.findings{width:100%;table-layout:fixed}
+table.findings td{white-space:normal;overflow-wrap:anywhere}
+table.findings th{background:#f4f4f4}
+col.f-severity{width:6em}col.f-rule{width:11em}col.f-cells{width:8em}col.f-evidence{width:40%}
+table.evidence{margin:0;font-size:1em;width:100%;table-layout:auto}
+table.evidence th,table.evidence td{border:0;border-bottom:1px solid #eee;padding:.1em .3em;background:none;
+ white-space:normal;overflow-wrap:anywhere}
+table.evidence th{font-weight:normal;color:#555;width:30%}
 """
 
 SORT_JS = """
@@ -189,39 +196,47 @@ def header(run_dir: Path, meta: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------- findings
 
 
-def _evidence(value: Any) -> str:
-    if isinstance(value, dict):
-        return "; ".join(f"{esc(k)}: {esc(fmt(v))}" for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return "; ".join(esc(fmt(v)) for v in value)
-    return esc(fmt(value)) if value is not None else ""
+def evidence_table(value: Any) -> str:
+    """A finding's evidence as a small two-column table (harness.report.evidence)."""
+    found = evidence.rows(value)
+    if not found:
+        return ""
+    body = "".join(f"<tr><th>{esc(label)}</th><td>{esc(text)}</td></tr>" for label, text in found)
+    return f'<table class="evidence">{body}</table>'
+
+
+FINDING_COLUMNS = ("severity", "rule", "cells", "evidence", "finding")
 
 
 def findings_section(findings: list[dict[str, Any]] | None) -> str:
+    """One row per finding in a table that fits the page at any width from 1024 px: fixed
+    columns, long text wrapped, never a horizontal scroll bar."""
     head = '<section id="findings"><h2>Findings</h2>'
     if findings is None:
         return head + '<p class="note">No diagnosis was run for this report.</p></section>'
     if not findings:
         return head + '<p class="note">No findings: no diagnosis rule fired.</p></section>'
     ordered = sorted(findings, key=lambda f: severity_rank(str(f.get("severity", ""))))
-    rows, attrs = [], []
+    body = []
     for f in ordered:
         severity = str(f.get("severity", ""))
         cells = f.get("cells") or []
         if isinstance(cells, str):
             cells = [cells]
-        links = Raw(", ".join(f'<a href="#cell-{esc(c)}">{esc(c)}</a>' for c in cells))
-        rows.append(
-            [
-                Raw(f'<span class="sev-{esc(severity.lower())}">{esc(severity)}</span>'),
-                f.get("rule", ""),
-                links,
-                Raw(_evidence(f.get("evidence"))),
-                f.get("hint", ""),
-            ]
+        links = ", ".join(f'<a href="#cell-{esc(c)}">{esc(c)}</a>' for c in cells)
+        body.append(
+            "<tr>"
+            f'<td><span class="sev-{esc(severity.lower())}">{esc(severity)}</span></td>'
+            f"<td>{esc(f.get('rule', ''))}</td><td>{links}</td>"
+            f"<td>{evidence_table(f.get('evidence'))}</td><td>{esc(f.get('hint', ''))}</td>"
+            "</tr>"
         )
-        attrs.append("")
-    return head + table(["severity", "rule", "cells", "evidence", "hint"], rows, attrs) + "</section>"
+    cols = "".join(f'<col class="f-{c}">' for c in FINDING_COLUMNS)
+    heads = "".join(f"<th>{c}</th>" for c in FINDING_COLUMNS)
+    return (
+        head + f'<table class="findings"><colgroup>{cols}</colgroup><thead><tr>{heads}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></section>"
+    )
 
 
 # ---------------------------------------------------------------------- suites
