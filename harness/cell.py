@@ -19,7 +19,7 @@ from typing import Any
 from harness.errors import UserError
 from harness.params import validate
 from harness.probe import Probe, SuiteError
-from harness.registry import get_suite
+from harness.registry import ready_suite
 
 TRACEBACK_LINES = 12
 
@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
     emit({"type": "start", "wall": time.time()})
     probe: Probe | None = None
     try:
-        suite = get_suite(spec["suite"])
+        suite = ready_suite(spec["suite"])
         params = validate(spec["suite"], suite.params, spec["params"])
         probe = Probe(
             duration_s=spec.get("duration"),

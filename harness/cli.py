@@ -39,6 +39,23 @@ def user_errors_exit_2(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def _version(value: bool) -> None:
+    if value:
+        from harness import __version__
+
+        print(f"harness {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="print the harness's version and exit"
+    ),
+) -> None:
+    """Benchmark and profile parallel game solvers and self-play training."""
+
+
 SetOpt = typer.Option(None, "--set", help="k=v or k=v1,v2 (a list is a sweep axis); repeatable")
 DurationOpt = typer.Option(None, "--duration", help="measured seconds per cell")
 WarmupOpt = typer.Option(None, "--warmup", help="seconds excluded from rates")

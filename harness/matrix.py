@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import UserError
 from harness.params import validate
-from harness.registry import get_suite
+from harness.registry import get_suite, ready_suite
 
 DEFAULT_DEADLINE_SLACK_S = 60.0
 
@@ -172,7 +172,7 @@ def expand(spec: Spec) -> list[Cell]:
     cells: list[Cell] = []
     seen: set[str] = set()
     for entry in spec.matrix:
-        suite = get_suite(entry.suite)
+        suite = ready_suite(entry.suite)  # a missing extra stops the sweep before anything runs
         duration = _pick(entry.duration, spec.duration, None)
         warmup = _pick(entry.warmup, spec.warmup, 0.0)
         work = _pick(entry.work, spec.work, None)

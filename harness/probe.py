@@ -76,6 +76,11 @@ class Suite:
     `run` should import its heavy modules (torch) lazily, so that listing suites and
     starting worker processes that need no network stays cheap. `vocabulary` says what
     its numbers mean (harness.vocabulary); `words` is it with conventions filled in.
+
+    `requires` names the modules `run` imports that a base install may lack (import names,
+    e.g. "torch"), and `extra` the pip extra of the suite's distribution that installs them:
+    the harness checks them before a cell runs (without importing them), so a missing one is
+    a clear "install the [extra]" at once rather than an ImportError inside a cell.
     """
 
     name: str
@@ -84,6 +89,23 @@ class Suite:
     run: Callable[[Any, Probe], None]
     resources: Callable[[Any], Resources] | None = None
     vocabulary: Vocabulary = EMPTY
+    requires: tuple[str, ...] = ()
+    extra: str | None = None
+
+    def missing(self) -> list[str]:
+        """The required modules not installed here. find_spec locates a module without
+        importing it, so asking costs microseconds even for torch."""
+        from importlib.util import find_spec
+
+        out = []
+        for name in self.requires:
+            try:
+                found = find_spec(name) is not None
+            except (ImportError, ValueError):  # a parent package missing, or a broken one
+                found = False
+            if not found:
+                out.append(name)
+        return out
 
     @cached_property
     def words(self) -> Vocabulary:
