@@ -113,14 +113,20 @@ def sweep(
     executor: str = typer.Option("local", "--executor", help="local or ray"),
     address: str = typer.Option(None, "--address", help="Ray cluster address (with --executor ray)"),
     memory_limit: float = MemoryOpt,
+    force: bool = typer.Option(
+        False, "--force", help="with --resume: resume a run measured at another commit (noted in run.json)"
+    ),
+    retry_failed: bool = typer.Option(
+        False, "--retry-failed", help="with --resume: run failed cells again (their failed records stay as history)"
+    ),
 ) -> int:
-    """Run a matrix of cells; exit 0 if all are ok, 1 if any failed, 2 on bad input."""
+    """Run a matrix of cells; exit 0 if all are ok, 1 if any failed, 2 on bad input, 130 on Ctrl-C."""
     from harness.commands import sweep as command
 
     overrides = command.build_overrides(
         suite, workers, backend, set_, duration, warmup, work, repeats, timeout, label, memory_limit
     )
-    return command.main(spec, overrides, out, resume, quiet, executor, address)
+    return command.main(spec, overrides, out, resume, quiet, executor, address, force, retry_failed)
 
 
 @app.command()

@@ -13,6 +13,7 @@ import csv
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 
 import psutil
 
+from harness import interrupts
 from harness.matrix import Cell
 from harness.monitors import Monitor, MonitorResult, default_monitors
 from harness.processes import (
@@ -93,9 +95,10 @@ class CellRunner:
 
     def run(self, cell: Cell, repeat: int) -> Record:
         started = utc_now()
-        scratch = self.store.root / "series" / f".{cell.id}-{repeat}.jsonl"
+        scratch = self.store.root / "series" / f".{cell.id}-{repeat}.jsonl"  # the child's stream
         scratch.unlink(missing_ok=True)
-        log_path = self.store.log_path(cell.id, repeat)
+        key = self.store.attempt_key(cell.id, repeat)
+        log_path = self.store.log_path(key)
         spec = json.dumps(
             {
                 "suite": cell.suite,
@@ -106,7 +109,6 @@ class CellRunner:
                 "memory_limit_mb": cell.memory_limit_mb,
             }
         )
-        key = f"{cell.id}-{repeat}"
         monitors = self.monitors()
         command = [sys.executable, "-m", "harness.cell", spec, str(scratch)]
         if self.wrap is not None:
@@ -128,7 +130,7 @@ class CellRunner:
         escaped = ""
         try:
             try:
-                proc.wait(timeout=cell.timeout)
+                wait_or_interrupt(proc, cell.timeout)
             except subprocess.TimeoutExpired:
                 status = "timeout"
                 reason = f"no result within the {cell.timeout:g} s deadline; the cell's processes were killed"
@@ -192,7 +194,7 @@ class CellRunner:
             record.reason = f"{record.reason} (the cell's --memory-limit of {cell.memory_limit_mb:g} MB was reached)"
         for result in results:
             record.metrics.update(result.metrics)
-        series_path = self.store.series_path(cell.id, repeat)
+        series_path = self.store.series_path(key)
         if write_series(series_path, stream, results):
             record.series = self.store.relative(series_path)
         scratch.unlink(missing_ok=True)
@@ -213,6 +215,22 @@ class CellRunner:
         proc = self._current
         if proc is not None:
             kill_tree(proc.pid, self._tree(proc.pid), grace_s=1.0)
+
+
+def wait_or_interrupt(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """proc.wait(timeout), checking for a Ctrl-C recorded by harness.interrupts every
+    POLL_S: the interrupt is raised here, in ordinary code, so the caller's cleanup runs."""
+    deadline = time.monotonic() + timeout
+    while True:
+        interrupts.check()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+        try:
+            proc.wait(timeout=min(interrupts.POLL_S, left))
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def write_series(path: Path, stream: ChildStream, monitors: list[MonitorResult]) -> bool:

@@ -6,7 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from harness.execute import execute, new_run
+from harness import interrupts
+from harness.execute import execute, new_run, run_state
 from harness.executors import get_executor
 from harness.matrix import single_cell
 from harness.progress import Progress
@@ -29,8 +30,11 @@ def main(
         "run", suite_name, sets, duration=duration, warmup=warmup, work=work, timeout=timeout,
         memory_limit_mb=memory_limit_mb,
     )  # fmt: skip
-    store = new_run(out, spec, [cell], sys.argv)
-    (record,) = execute(store, [cell], get_executor("local"), Progress(quiet=True))
+    with interrupts.deferred():  # Ctrl-C acts at safe points only (harness.interrupts)
+        store = new_run(out, spec, [cell], sys.argv)
+        with run_state(store):
+            interrupts.check()
+            (record,) = execute(store, [cell], get_executor("local"), Progress(quiet=True))
     if as_json:
         print(json.dumps(record.to_json(), default=str))
     else:

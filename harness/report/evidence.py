@@ -16,12 +16,12 @@ into the row's text, so a finding is a small two-column table (or one line of ro
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
+from harness.numbers import readable
+
 SIGNIFICANT = 4
-LARGE = 10_000  # from here on a number reads better whole, with thousands separators
 INTERVAL_KEYS = ("ratio", "low", "high")
 CHANGE_KEYS = ("before", "after")
 # keys the interval and change sentences consume; the rest of such a mapping is shown after
@@ -33,25 +33,8 @@ Row = tuple[str, str]
 
 
 def number(value: Any) -> str:
-    """One number as people read it: ints whole, floats to four significant digits, large
-    values whole with separators; NaN and None as '-'; anything else as its text."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, int):
-        return f"{value:,}" if abs(value) >= LARGE else str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "-"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        if abs(value) >= LARGE:
-            return f"{value:,.0f}"
-        if value.is_integer():
-            return str(int(value))
-        return f"{value:.{SIGNIFICANT}g}"
-    return str(value)
+    """One number as people read it (harness.numbers.readable, four significant digits)."""
+    return readable(value, SIGNIFICANT)
 
 
 def is_interval(value: Any) -> bool:
