@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import faulthandler
 import json
-import resource
 import sys
 import time
 import traceback
@@ -24,19 +23,9 @@ from harness.registry import ready_suite
 TRACEBACK_LINES = 12
 
 
-def limit_memory(megabytes: float | None) -> None:
-    """RLIMIT_AS on this process, inherited by every process it starts: an allocation past
-    it fails (MemoryError in Python) instead of pushing the machine into the OOM killer.
-    Set here, before the suite is imported, so no worker can start before it applies."""
-    if megabytes:
-        limit = int(megabytes * 2**20)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
 def main(argv: list[str]) -> int:
     spec: dict[str, Any] = json.loads(argv[0])
     faulthandler.enable()  # a crash in native code leaves the Python stack in the cell's log
-    limit_memory(spec.get("memory_limit_mb"))
     out = open(argv[1], "a", buffering=1)  # noqa: SIM115 - lives as long as the process
 
     def emit(record: dict[str, Any]) -> None:

@@ -62,7 +62,7 @@ WarmupOpt = typer.Option(None, "--warmup", help="seconds excluded from rates")
 WorkOpt = typer.Option(None, "--work", help="fixed work units instead of a duration")
 TimeoutOpt = typer.Option(None, "--timeout", help="deadline per cell in seconds (default warmup+duration+60)")
 OutOpt = typer.Option(DEFAULT_RESULTS, "--out", help="directory that receives run directories")
-MemoryOpt = typer.Option(None, "--memory-limit", help="address-space limit (RLIMIT_AS) of each cell's processes, in MB")
+MemoryOpt = typer.Option(None, "--memory-limit", help="end a cell whose process tree uses more than this many MB (PSS summed; a watchdog)")
 
 
 @app.command()

@@ -36,7 +36,7 @@ class Budget(BaseModel):
     repeats: int | None = Field(None, ge=1, le=1000)
     timeout: float | None = Field(None, gt=0, description="deadline per cell, seconds")
     memory_limit_mb: float | None = Field(
-        None, ge=16, description="address-space limit (RLIMIT_AS) of every process of a cell, MB"
+        None, ge=16, description="memory of a cell's whole process tree (PSS summed), MB: past it a watchdog ends the cell"
     )
 
 
@@ -62,7 +62,7 @@ class Cell:
     repeats: int
     timeout: float
     id: str = field(default="")
-    memory_limit_mb: float | None = None  # RLIMIT_AS of every process of the cell
+    memory_limit_mb: float | None = None  # PSS of the cell's tree; the runner's watchdog enforces it
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -40,6 +40,7 @@ __all__ = [
     "Suite",
     "SuiteError",
     "Vocabulary",
+    "memory_limit_mb",
     "resolve_workers",
     "split_work",
     "usable_cores",
@@ -51,6 +52,24 @@ Sink = Callable[[dict[str, Any]], None]
 _HIST_MAX_DISTINCT = 512
 # A slope fitted to fewer 1 s rates is noise (thousands of %/min on a 2 s cell), not drift.
 MIN_DRIFT_SAMPLES = 10
+
+
+# The runner puts the cell's --memory-limit here (MB) for memory_limit_mb() to read.
+MEMORY_LIMIT_ENV = "HARNESS_MEMORY_LIMIT_MB"
+
+
+def memory_limit_mb() -> float | None:
+    """The memory limit the harness enforces on this cell's process tree (MB of PSS summed
+    over its processes), or None without one. A watchdog in the harness ends the tree when
+    it is passed; a suite may read it to size its buffers, or to refuse a workload that
+    needs a limit to be safe."""
+    import os
+
+    value = os.environ.get(MEMORY_LIMIT_ENV)
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
 
 
 class SuiteError(Exception):

@@ -24,6 +24,8 @@ import psutil
 from harness import interrupts
 from harness.matrix import Cell
 from harness.monitors import Monitor, MonitorResult, default_monitors
+from harness.monitors.memory import LimitHit, MemoryMonitor
+from harness.probe import MEMORY_LIMIT_ENV
 from harness.processes import (
     alive,
     child_env,
@@ -32,6 +34,7 @@ from harness.processes import (
     kill_tree,
     log_tail,
     marked_processes,
+    tree,
 )
 from harness.pyspy import dump_stacks
 from harness.record import Record
@@ -113,6 +116,9 @@ class CellRunner:
         command = [sys.executable, "-m", "harness.cell", spec, str(scratch)]
         if self.wrap is not None:
             command = self.wrap(command, key)
+        env = child_env(key, self.store.root)
+        if cell.memory_limit_mb:
+            env[MEMORY_LIMIT_ENV] = f"{cell.memory_limit_mb:g}"  # harness.probe.memory_limit_mb()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 command,
@@ -120,9 +126,10 @@ class CellRunner:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env=child_env(key, self.store.root),
+                env=env,
             )
         self._current, self._known = proc, {}
+        watchdog = self._watchdog(monitors, cell, proc.pid)
         self._tree(proc.pid)
         for monitor in monitors:
             monitor.start(proc.pid)
@@ -190,8 +197,9 @@ class CellRunner:
             record.reason = f"{describe_exit(proc.returncode)} before reporting" + (f"; log: {tail}" if tail else "")
         if escaped:
             record.warnings.append(f"processes outlived the cell outside its process group and were killed: {escaped}")
-        if cell.memory_limit_mb and record.status == "error" and "MemoryError" in (record.reason or ""):
-            record.reason = f"{record.reason} (the cell's --memory-limit of {cell.memory_limit_mb:g} MB was reached)"
+        if watchdog is not None and watchdog.hit is not None:  # whatever the child said as it died
+            record.status, record.reason = "killed", watchdog.hit.reason()
+            record.traceback = None
         for result in results:
             record.metrics.update(result.metrics)
         series_path = self.store.series_path(key)
@@ -199,6 +207,25 @@ class CellRunner:
             record.series = self.store.relative(series_path)
         scratch.unlink(missing_ok=True)
         return record
+
+    @staticmethod
+    def _watchdog(monitors: list[Monitor], cell: Cell, root: int) -> MemoryMonitor | None:
+        """With --memory-limit: the memory monitor ends the tree when its PSS passes the
+        limit (the cell's own monitor, or one added for it). A watchdog in the parent, not
+        RLIMIT_AS: an address-space cap fails CUDA processes, which reserve far more address
+        space than they use, and says nothing about pages shared between workers."""
+        if not cell.memory_limit_mb:
+            return None
+        watchdog = next((m for m in monitors if isinstance(m, MemoryMonitor)), None)
+        if watchdog is None:
+            watchdog = MemoryMonitor()
+            monitors.append(watchdog)
+
+        def end_tree(hit: LimitHit) -> None:
+            kill_tree(root, {p.pid: p for p in tree(root)}, grace_s=1.0)
+
+        watchdog.enforce(cell.memory_limit_mb, end_tree)
+        return watchdog
 
     def _tree(self, root: int) -> dict[int, psutil.Process]:
         """Every process of the cell seen so far, the live tree under its root included."""

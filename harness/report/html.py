@@ -364,7 +364,10 @@ def suite_section(run_dir: Path, meta: dict[str, Any], suite: str, records: list
     parts.append("<h3>CPU and memory</h3>")
     cpu_figs = [
         figures.timeline_figure(series, "cpu_util", "CPU use of the cell's process tree", "CPU (%, 100 = one core)"),
-        figures.timeline_figure(series, "rss_mb", "Resident memory of the cell's process tree", "RSS (MB)"),
+        figures.timeline_figure(
+            series, "mem_pss_mb", "Memory of the cell's process tree (PSS: shared pages counted once)", "PSS (MB)"
+        )
+        or figures.timeline_figure(series, "rss_mb", "Summed RSS of the cell's process tree (older runs)", "RSS (MB)"),
     ]
     if any(f is not None for f in cpu_figs):
         parts += [charts.embed(f, "cpu") for f in cpu_figs if f is not None]

@@ -40,7 +40,7 @@ def cells_table(records: list[Record]) -> list[str]:
         suite_records = [r for r in records if r.suite == suite]
         varying = varying_params(suite_records)
         rate = primary_rate(suite_records)
-        metrics = [m for m in (rate, "work_done", "cpu_util_mean", "rss_peak_mb") if m and f"{m}_median" in group]
+        metrics = [m for m in (rate, "work_done", "cpu_util_mean", "mem_pss_peak_mb") if m and f"{m}_median" in group]
         metrics = metrics[:MAX_METRICS]
         lines += [f"### {md(suite)}", ""]
         headers = ["id", *varying, "status", "ok/repeats", *(f"{m} (median)" for m in metrics), "reason"]
