@@ -161,11 +161,14 @@ def compare(
 def diagnose(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     json_: bool = typer.Option(False, "--json", help="print the findings as JSON"),
+    fail_on: str = typer.Option(
+        None, "--fail-on", help="error, warning or info: exit 1 when a finding at or above it exists (for CI)"
+    ),
 ) -> int:
     """Findings over a run: lost work, drift, idle or thrashing GPU, small batches, scaling, busy waits."""
     from harness.commands import diagnose as command
 
-    return command.main(run_dir, json_)
+    return command.main(run_dir, json_, fail_on)
 
 
 baseline_app = typer.Typer(help="Save runs as baselines for `harness gate`.", no_args_is_help=True)
