@@ -256,12 +256,19 @@ def history(
 def export(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     pyperf: Path = typer.Option(None, "--pyperf", help="write a pyperf BenchmarkSuite JSON here"),
+    bmf: Path = typer.Option(None, "--bmf", help="write Bencher Metric Format JSON here (bencher run --adapter json)"),
+    github_action: Path = typer.Option(
+        None,
+        "--github-action",
+        help="write github-action-benchmark JSON here (tool customBiggerIsBetter for rates, "
+        "customSmallerIsBetter when every --metric is lower-is-better)",
+    ),
     metric: list[str] = typer.Option(None, "--metric", help="metrics to export (default: every rate); repeatable"),
 ) -> int:
-    """Export a run for other tools: --pyperf OUT.json (rates become time per unit)."""
+    """Export a run for other tools and dashboards: pyperf, Bencher (BMF), github-action-benchmark."""
     from harness.commands import export as command
 
-    return command.main(run_dir, {"pyperf": pyperf}, metric)
+    return command.main(run_dir, {"pyperf": pyperf, "bmf": bmf, "github_action": github_action}, metric)
 
 
 @app.command()
