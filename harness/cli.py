@@ -273,6 +273,19 @@ def export(
 
 @app.command()
 @user_errors_exit_2
+def doctor(
+    seconds: float = typer.Option(20.0, "--seconds", help="length of the noise reading (2-600 s)"),
+    out: Path = OutOpt,
+    json_: bool = typer.Option(False, "--json", help="print the reading as JSON"),
+) -> int:
+    """This machine's facts (governor, load, steal, SMT, isolated CPUs, GPUs) and how noisy it is."""
+    from harness.commands import doctor as command
+
+    return command.main(seconds, out, json_)
+
+
+@app.command()
+@user_errors_exit_2
 def limits(
     parts: str = typer.Option(None, "--parts", help="ipc and SUITE.NAME limit benchmarks (default: all)"),
     set_: list[str] = typer.Option(None, "--set", help="k=v option of the suites' limit benchmarks; repeatable"),

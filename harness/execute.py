@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness import interrupts, metadata
+from harness import interrupts, machine, metadata, noise
 from harness.errors import UserError
 from harness.executors.base import Executor, Job
 from harness.matrix import Cell, Spec
@@ -27,8 +27,11 @@ def jobs_for(cells: list[Cell], finished: set[tuple[str, int]]) -> list[Job]:
 
 
 def new_run(results_dir: Path, spec: Spec, cells: list[Cell], argv: list[str]) -> RunStore:
+    facts = metadata.collect(argv)
     meta: dict[str, Any] = {
-        **metadata.collect(argv),
+        **facts,
+        "machine_state": machine.facts(),  # load, governor, SMT, isolated CPUs at the start
+        **noise.for_run(results_dir, str(facts.get("hostname"))),
         "label": spec.label,
         "started": utc_now(),
         "ended": None,

@@ -187,10 +187,24 @@ def header(run_dir: Path, meta: dict[str, Any]) -> str:
         ("GPU", gpu),
         ("versions", ", ".join(f"{k} {v}" for k, v in versions.items() if v)),
         ("git commit", commit),
+        ("machine noise", _noise(meta)),
     ]
     body = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
     title = meta.get("label") or run_dir.name
     return f'<header><h1>Benchmark report: {esc(title)}</h1><table class="meta">{body}</table></header>'
+
+
+def _noise(meta: dict[str, Any]) -> str:
+    """The machine's noise as `harness doctor` read it (run.json's machine_noise)."""
+    found = meta.get("machine_noise")
+    if not isinstance(found, dict):
+        return str(meta.get("machine_noise_note") or "not recorded (harness doctor measures it)")
+    trust = found.get("trust_pct_by_repeats") or {}
+    worth = ", ".join(f"{evidence.number(v)} % with {k} repeat(s) a side" for k, v in trust.items())
+    return (
+        f"{evidence.number(found.get('between_processes_spread_pct'))} % between fresh processes "
+        f"(harness doctor, {found.get('measured_at')}); differences worth trusting: above {worth}"
+    )
 
 
 # ---------------------------------------------------------------------- findings
