@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import faulthandler
 import json
-import resource
 import sys
 import time
 import traceback
@@ -19,21 +18,12 @@ from typing import Any
 from harness.errors import UserError
 from harness.params import validate
 from harness.probe import Probe, Suite, SuiteError
-from harness.registry import get_suite
+from harness.registry import ready_suite
 from harness.steady import DEFAULT_CAP_S, Steady
 from harness.targets import DEFAULT_EVERY_S, Target
 from harness.workshare import resolve_workers
 
 TRACEBACK_LINES = 12
-
-
-def limit_memory(megabytes: float | None) -> None:
-    """RLIMIT_AS on this process, inherited by every process it starts: an allocation past
-    it fails (MemoryError in Python) instead of pushing the machine into the OOM killer.
-    Set here, before the suite is imported, so no worker can start before it applies."""
-    if megabytes:
-        limit = int(megabytes * 2**20)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def worker_count(suite: Suite, params: Any) -> int | None:
@@ -53,7 +43,6 @@ def steady_rule(spec: dict[str, Any]) -> Steady | None:
 def main(argv: list[str]) -> int:
     spec: dict[str, Any] = json.loads(argv[0])
     faulthandler.enable()  # a crash in native code leaves the Python stack in the cell's log
-    limit_memory(spec.get("memory_limit_mb"))
     out = open(argv[1], "a", buffering=1)  # noqa: SIM115 - lives as long as the process
 
     def emit(record: dict[str, Any]) -> None:
@@ -62,7 +51,7 @@ def main(argv: list[str]) -> int:
     emit({"type": "start", "wall": time.time()})
     probe: Probe | None = None
     try:
-        suite = get_suite(spec["suite"])
+        suite = ready_suite(spec["suite"])
         params = validate(spec["suite"], suite.params, spec["params"])
         probe = Probe(
             duration_s=spec.get("duration"),

@@ -39,6 +39,23 @@ def user_errors_exit_2(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def _version(value: bool) -> None:
+    if value:
+        from harness import __version__
+
+        print(f"harness {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="print the harness's version and exit"
+    ),
+) -> None:
+    """Benchmark and profile parallel game solvers and self-play training."""
+
+
 SetOpt = typer.Option(None, "--set", help="k=v or k=v1,v2 (a list is a sweep axis); repeatable")
 DurationOpt = typer.Option(None, "--duration", help="measured seconds per cell (with --target: the cap, default 120)")
 WarmupOpt = typer.Option(None, "--warmup", help="seconds excluded from rates: the floor of the automatic warm-up")
@@ -53,7 +70,7 @@ TargetEveryOpt = typer.Option(None, "--target-every", help="measured seconds bet
 WorkOpt = typer.Option(None, "--work", help="fixed work units instead of a duration")
 TimeoutOpt = typer.Option(None, "--timeout", help="deadline per cell in seconds (default warmup+duration+60)")
 OutOpt = typer.Option(DEFAULT_RESULTS, "--out", help="directory that receives run directories")
-MemoryOpt = typer.Option(None, "--memory-limit", help="address-space limit (RLIMIT_AS) of each cell's processes, in MB")
+MemoryOpt = typer.Option(None, "--memory-limit", help="end a cell whose process tree uses more than this many MB (PSS summed; a watchdog)")
 
 
 @app.command()
@@ -114,15 +131,21 @@ def sweep(
     executor: str = typer.Option("local", "--executor", help="local or ray"),
     address: str = typer.Option(None, "--address", help="Ray cluster address (with --executor ray)"),
     memory_limit: float = MemoryOpt,
+    force: bool = typer.Option(
+        False, "--force", help="with --resume: resume a run measured at another commit (noted in run.json)"
+    ),
+    retry_failed: bool = typer.Option(
+        False, "--retry-failed", help="with --resume: run failed cells again (their failed records stay as history)"
+    ),
 ) -> int:
-    """Run a matrix of cells; exit 0 if all are ok, 1 if any failed, 2 on bad input."""
+    """Run a matrix of cells; exit 0 if all are ok, 1 if any failed, 2 on bad input, 130 on Ctrl-C."""
     from harness.commands import sweep as command
 
     budget = {"duration": duration, "warmup": warmup, "steady": steady, "steady_max": steady_max, "target": target,
               "target_every": target_every, "work": work, "repeats": repeats, "timeout": timeout,
               "memory_limit_mb": memory_limit}  # fmt: skip
     overrides = command.build_overrides(suite, workers, backend, set_, budget, label)
-    return command.main(spec, overrides, out, resume, quiet, executor, address)
+    return command.main(spec, overrides, out, resume, quiet, executor, address, force, retry_failed)
 
 
 @app.command()
@@ -157,11 +180,14 @@ def compare(
 def diagnose(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     json_: bool = typer.Option(False, "--json", help="print the findings as JSON"),
+    fail_on: str = typer.Option(
+        None, "--fail-on", help="error, warning or info: exit 1 when a finding at or above it exists (for CI)"
+    ),
 ) -> int:
     """Findings over a run: lost work, drift, idle or thrashing GPU, small batches, scaling, busy waits."""
     from harness.commands import diagnose as command
 
-    return command.main(run_dir, json_)
+    return command.main(run_dir, json_, fail_on)
 
 
 baseline_app = typer.Typer(help="Save runs as baselines for `harness gate`.", no_args_is_help=True)
@@ -249,12 +275,32 @@ def history(
 def export(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     pyperf: Path = typer.Option(None, "--pyperf", help="write a pyperf BenchmarkSuite JSON here"),
+    bmf: Path = typer.Option(None, "--bmf", help="write Bencher Metric Format JSON here (bencher run --adapter json)"),
+    github_action: Path = typer.Option(
+        None,
+        "--github-action",
+        help="write github-action-benchmark JSON here (tool customBiggerIsBetter for rates, "
+        "customSmallerIsBetter when every --metric is lower-is-better)",
+    ),
     metric: list[str] = typer.Option(None, "--metric", help="metrics to export (default: every rate); repeatable"),
 ) -> int:
-    """Export a run for other tools: --pyperf OUT.json (rates become time per unit)."""
+    """Export a run for other tools and dashboards: pyperf, Bencher (BMF), github-action-benchmark."""
     from harness.commands import export as command
 
-    return command.main(run_dir, {"pyperf": pyperf}, metric)
+    return command.main(run_dir, {"pyperf": pyperf, "bmf": bmf, "github_action": github_action}, metric)
+
+
+@app.command()
+@user_errors_exit_2
+def doctor(
+    seconds: float = typer.Option(20.0, "--seconds", help="length of the noise reading (2-600 s)"),
+    out: Path = OutOpt,
+    json_: bool = typer.Option(False, "--json", help="print the reading as JSON"),
+) -> int:
+    """This machine's facts (governor, load, steal, SMT, isolated CPUs, GPUs) and how noisy it is."""
+    from harness.commands import doctor as command
+
+    return command.main(seconds, out, json_)
 
 
 @app.command()

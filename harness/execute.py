@@ -3,14 +3,14 @@ cell-repeat through an executor, and store each record the moment it exists."""
 
 from __future__ import annotations
 
-import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness import metadata
+from harness import interrupts, machine, metadata, noise
+from harness.errors import UserError
 from harness.executors.base import Executor, Job
 from harness.matrix import Cell, Spec
 from harness.processes import kill_tree, marked_processes
@@ -27,8 +27,11 @@ def jobs_for(cells: list[Cell], finished: set[tuple[str, int]]) -> list[Job]:
 
 
 def new_run(results_dir: Path, spec: Spec, cells: list[Cell], argv: list[str]) -> RunStore:
+    facts = metadata.collect(argv)
     meta: dict[str, Any] = {
-        **metadata.collect(argv),
+        **facts,
+        "machine_state": machine.facts(),  # load, governor, SMT, isolated CPUs at the start
+        **noise.for_run(results_dir, str(facts.get("hostname"))),
         "label": spec.label,
         "started": utc_now(),
         "ended": None,
@@ -43,23 +46,63 @@ def stored_cells(store: RunStore) -> list[Cell]:
     return [Cell.from_json(c) for c in store.meta().get("cells", [])]
 
 
+def _code(facts: dict[str, Any]) -> str:
+    commit = str(facts.get("git_commit") or "an unknown commit")[:12]
+    if facts.get("git_dirty"):
+        diff = facts.get("git_diff_sha1")
+        commit += f" with uncommitted changes{f' (diff {diff})' if diff else ''}"
+    return commit
+
+
+def same_code(recorded: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether the code now is the code a run was measured with: the commit, and for a
+    dirty tree the hash of its diff (runs recorded before the hash existed: the commit)."""
+    keys = ["git_commit", "git_dirty"] + (["git_diff_sha1"] if "git_diff_sha1" in recorded else [])
+    return all(recorded.get(k) == now.get(k) for k in keys)
+
+
+def check_resume(store: RunStore, force: bool) -> None:
+    """Before resuming: the code must be the one the run started with, or --force, which
+    is noted. Every resume appends {at, git facts, forced} to run.json's `resumes`."""
+    meta = store.meta()
+    now = metadata.git_info()
+    same = same_code(meta, now)
+    if not same and not force:
+        raise UserError(
+            f"{store.root} was measured at {_code(meta)} and this checkout is at {_code(now)}: its remaining "
+            "cells would measure different code. Check out the run's commit, or pass --force to resume anyway "
+            "(run.json notes it)"
+        )
+    entry: dict[str, Any] = {"at": utc_now(), **now}
+    if not same:
+        entry["forced"] = f"resumed with --force at {_code(now)}; the run started at {_code(meta)}"
+        print(f"warning: {entry['forced']}", file=sys.stderr)
+    store.update_meta(resumes=[*(meta.get("resumes") or []), entry])
+
+
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """A sweep stopped with SIGTERM cleans up like one stopped with Ctrl-C."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
+def run_state(store: RunStore) -> Iterator[None]:
+    """run.json's state follows the block: `interrupted` when a Ctrl-C or SIGTERM ends it
+    (raised at a safe point: harness.interrupts), `finished` when it completes. The block's
+    end is the last point a signal can interrupt (interrupts.close()), so the exit code
+    (130 or not) and the recorded state always agree."""
     try:
         yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        interrupts.close()
+    except KeyboardInterrupt:
+        store.update_meta(state="interrupted", ended=utc_now())
+        print(f"interrupted; finish it with: harness sweep --resume {store.root}", file=sys.stderr)
+        raise
+    store.update_meta(state="finished", ended=utc_now())
 
 
-def execute(store: RunStore, cells: list[Cell], executor: Executor, progress: Progress) -> list[Record]:
-    """Runs what is missing; returns the run's latest records. Ctrl-C propagates after the
-    running cell's processes are ended and run.json says the run was interrupted."""
+def execute(
+    store: RunStore, cells: list[Cell], executor: Executor, progress: Progress, retry_failed: bool = False
+) -> list[Record]:
+    """Runs what is missing (and, with retry_failed, what failed: the failed records stay
+    in cells.jsonl as history, the new one is the cell's latest); returns the run's latest
+    records. A Ctrl-C propagates after the running cell's processes are ended; the caller's
+    run_state() records it in run.json."""
     torn = store.repair()
     if torn:
         print(f"warning: {torn}", file=sys.stderr)
@@ -70,19 +113,18 @@ def execute(store: RunStore, cells: list[Cell], executor: Executor, progress: Pr
             file=sys.stderr,
         )
         kill_tree(None, leftovers, grace_s=1.0)
-    jobs = jobs_for(cells, store.finished())
+    latest = store.records()
+    done = {(r.id, r.repeat) for r in latest if r.ok or not retry_failed}
+    if retry_failed:
+        failed = sum(not r.ok for r in latest)
+        print(f"retrying {failed} failed cell-repeat(s); their failed records stay in cells.jsonl", file=sys.stderr)
+    jobs = jobs_for(cells, done)
     progress.begin(cells, len(jobs), store.root)
-    store.update_meta(state="running", resumed=utc_now() if store.finished() else None)
+    store.update_meta(state="running", resumed=utc_now() if latest else None)
     try:
-        with sigterm_as_interrupt():
-            executor.run(jobs, store, progress.cell_started, lambda rec: _record(store, progress, rec))
-    except KeyboardInterrupt:
-        store.update_meta(state="interrupted", ended=utc_now())
+        executor.run(jobs, store, progress.cell_started, lambda rec: _record(store, progress, rec))
+    finally:
         progress.end()
-        print(f"interrupted; finish it with: harness sweep --resume {store.root}", file=sys.stderr)
-        raise
-    store.update_meta(state="finished", ended=utc_now())
-    progress.end()
     return store.records()
 
 

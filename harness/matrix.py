@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import UserError
 from harness.params import validate
-from harness.registry import get_suite
+from harness.registry import get_suite, ready_suite
 from harness.targets import DEFAULT_CAP_S as DEFAULT_TARGET_CAP_S
 from harness.targets import Target
 
@@ -50,7 +50,7 @@ class Budget(BaseModel):
     repeats: int | None = Field(None, ge=1, le=1000)
     timeout: float | None = Field(None, gt=0, description="deadline per cell, seconds")
     memory_limit_mb: float | None = Field(
-        None, ge=16, description="address-space limit (RLIMIT_AS) of every process of a cell, MB"
+        None, ge=16, description="memory of a cell's whole process tree (PSS summed), MB: past it a watchdog ends the cell"
     )
 
 
@@ -76,7 +76,7 @@ class Cell:
     repeats: int
     timeout: float
     id: str = field(default="")
-    memory_limit_mb: float | None = None  # RLIMIT_AS of every process of the cell
+    memory_limit_mb: float | None = None  # PSS of the cell's tree; the runner's watchdog enforces it
     steady: str = "auto"  # auto warm-up (warmup is its floor) or off (warmup is fixed)
     steady_max: float = DEFAULT_STEADY_MAX_S
     target: str | None = None  # quality target: the cell runs until it is met or `duration` passes
@@ -206,7 +206,7 @@ def expand(spec: Spec) -> list[Cell]:
     cells: list[Cell] = []
     seen: set[str] = set()
     for entry in spec.matrix:
-        suite = get_suite(entry.suite)
+        suite = ready_suite(entry.suite)  # a missing extra stops the sweep before anything runs
         duration = _pick(entry.duration, spec.duration, None)
         warmup = _pick(entry.warmup, spec.warmup, 0.0)
         work = _pick(entry.work, spec.work, None)

@@ -7,6 +7,7 @@ stays small. Absent hardware is a recorded fact: no NVIDIA driver -> `gpu` is em
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import socket
@@ -40,24 +41,22 @@ def _cpu_model() -> str:
 
 
 def git_info(cwd: Path | None = None) -> dict[str, Any]:
+    """The commit, whether tracked files differ from it, and a hash of that difference
+    (`git diff HEAD`), so `--resume` can tell the same uncommitted code from other code."""
     root = Path(cwd or Path(harness.__file__).resolve().parent.parent)
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=True
+        ).stdout
+
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=root,
-                capture_output=True,
-                text=True,
-                timeout=5,
-                check=True,
-            ).stdout.strip()
-        )
-        return {"git_commit": commit, "git_dirty": dirty}
+        commit = git("rev-parse", "HEAD").strip()
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no").strip())
+        diff = hashlib.sha1(git("diff", "HEAD").encode()).hexdigest()[:12] if dirty else None
+        return {"git_commit": commit, "git_dirty": dirty, "git_diff_sha1": diff}
     except (OSError, subprocess.SubprocessError):
-        return {"git_commit": None, "git_dirty": None}
+        return {"git_commit": None, "git_dirty": None, "git_diff_sha1": None}
 
 
 def gpu_info() -> dict[str, Any]:

@@ -43,6 +43,7 @@ __all__ = [
     "Suite",
     "SuiteError",
     "Vocabulary",
+    "memory_limit_mb",
     "resolve_workers",
     "split_work",
     "usable_cores",
@@ -50,6 +51,26 @@ __all__ = [
 
 Phase = Literal["warmup", "measure"]
 Sink = Callable[[dict[str, Any]], None]
+
+
+# The runner puts the cell's --memory-limit here (MB) for memory_limit_mb() to read.
+MEMORY_LIMIT_ENV = "HARNESS_MEMORY_LIMIT_MB"
+
+
+def memory_limit_mb() -> float | None:
+    """The memory limit the harness enforces on this cell's process tree (MB of PSS summed
+    over its processes), or None without one. A watchdog in the harness ends the tree when
+    it is passed; a suite may read it to size its buffers, or to refuse a workload that
+    needs a limit to be safe."""
+    import os
+
+    value = os.environ.get(MEMORY_LIMIT_ENV)
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
 class SuiteError(Exception):
     """A failure the suite can explain in one line (bad device, unsupported combination).
 
@@ -73,6 +94,11 @@ class Suite:
     `run` should import its heavy modules (torch) lazily, so that listing suites and
     starting worker processes that need no network stays cheap. `vocabulary` says what
     its numbers mean (harness.vocabulary); `words` is it with conventions filled in.
+
+    `requires` names the modules `run` imports that a base install may lack (import names,
+    e.g. "torch"), and `extra` the pip extra of the suite's distribution that installs them:
+    the harness checks them before a cell runs (without importing them), so a missing one is
+    a clear "install the [extra]" at once rather than an ImportError inside a cell.
     """
 
     name: str
@@ -81,6 +107,23 @@ class Suite:
     run: Callable[[Any, Probe], None]
     resources: Callable[[Any], Resources] | None = None
     vocabulary: Vocabulary = EMPTY
+    requires: tuple[str, ...] = ()
+    extra: str | None = None
+
+    def missing(self) -> list[str]:
+        """The required modules not installed here. find_spec locates a module without
+        importing it, so asking costs microseconds even for torch."""
+        from importlib.util import find_spec
+
+        out = []
+        for name in self.requires:
+            try:
+                found = find_spec(name) is not None
+            except (ImportError, ValueError):  # a parent package missing, or a broken one
+                found = False
+            if not found:
+                out.append(name)
+        return out
 
     @cached_property
     def words(self) -> Vocabulary:

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 
 from harness.matrix import Cell
+from harness.numbers import readable
 from harness.record import Record, number
 from harness.registry import vocabulary_of
 
@@ -34,7 +35,7 @@ def headline(record: Record) -> str:
     """`<rate>=<value>` for the suite's headline rate, or "" when the record has none."""
     present = {k for k, v in record.metrics.items() if number(v) is not None}
     name = vocabulary_of(record.suite).headline(present)
-    return f"{name}={record.metrics[name]:.4g}" if name else ""
+    return f"{name}={readable(record.metrics[name])}" if name else ""
 
 
 class Progress:

@@ -67,6 +67,42 @@ def discover() -> tuple[dict[str, Suite], dict[str, str]]:
     return suites, broken
 
 
+@cache
+def distribution_of(name: str) -> str | None:
+    """The installed distribution whose entry point provides this suite (its extras are
+    installed as `pip install "DIST[extra]"`), or None for a HARNESS_SUITES suite."""
+    for ep in entry_points(group=GROUP):
+        if ep.name == name and ep.dist is not None:
+            return ep.dist.name
+    return None
+
+
+def not_ready(name: str, suite: Suite) -> str | None:
+    """None when the suite's required modules are installed, else what is missing and the
+    command that installs it."""
+    missing = suite.missing()
+    if not missing:
+        return None
+    dist = distribution_of(name)
+    if suite.extra and dist:
+        how = f'pip install "{dist}[{suite.extra}]" (in a clone: pip install -e ".[{suite.extra}]")'
+    elif suite.extra:
+        how = f"install the [{suite.extra}] extra of the package that provides suite {name!r}"
+    else:
+        how = "pip install " + " ".join(missing)
+    return f"needs {', '.join(missing)}, not installed here: {how}"
+
+
+def ready_suite(name: str) -> Suite:
+    """get_suite() for running a cell: a suite whose required modules are missing is a
+    UserError (exit 2) naming the extra that installs them."""
+    suite = get_suite(name)
+    problem = not_ready(name, suite)
+    if problem:
+        raise UserError(f"suite {name!r} {problem}")
+    return suite
+
+
 def get_suite(name: str) -> Suite:
     suites, broken = discover()
     if name in suites:

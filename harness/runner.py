@@ -13,6 +13,7 @@ import csv
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +21,11 @@ from typing import Any
 
 import psutil
 
+from harness import interrupts
 from harness.matrix import Cell
 from harness.monitors import Monitor, MonitorResult, default_monitors
+from harness.monitors.memory import LimitHit, MemoryMonitor
+from harness.probe import MEMORY_LIMIT_ENV
 from harness.processes import (
     alive,
     child_env,
@@ -30,6 +34,7 @@ from harness.processes import (
     kill_tree,
     log_tail,
     marked_processes,
+    tree,
 )
 from harness.pyspy import dump_stacks
 from harness.record import Record
@@ -93,9 +98,10 @@ class CellRunner:
 
     def run(self, cell: Cell, repeat: int) -> Record:
         started = utc_now()
-        scratch = self.store.root / "series" / f".{cell.id}-{repeat}.jsonl"
+        scratch = self.store.root / "series" / f".{cell.id}-{repeat}.jsonl"  # the child's stream
         scratch.unlink(missing_ok=True)
-        log_path = self.store.log_path(cell.id, repeat)
+        key = self.store.attempt_key(cell.id, repeat)
+        log_path = self.store.log_path(key)
         spec = json.dumps(
             {
                 "suite": cell.suite,
@@ -110,11 +116,13 @@ class CellRunner:
                 "target_every": cell.target_every,
             }
         )
-        key = f"{cell.id}-{repeat}"
         monitors = self.monitors()
         command = [sys.executable, "-m", "harness.cell", spec, str(scratch)]
         if self.wrap is not None:
             command = self.wrap(command, key)
+        env = child_env(key, self.store.root)
+        if cell.memory_limit_mb:
+            env[MEMORY_LIMIT_ENV] = f"{cell.memory_limit_mb:g}"  # harness.probe.memory_limit_mb()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 command,
@@ -122,9 +130,10 @@ class CellRunner:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env=child_env(key, self.store.root),
+                env=env,
             )
         self._current, self._known = proc, {}
+        watchdog = self._watchdog(monitors, cell, proc.pid)
         self._tree(proc.pid)
         for monitor in monitors:
             monitor.start(proc.pid)
@@ -132,7 +141,7 @@ class CellRunner:
         escaped = ""
         try:
             try:
-                proc.wait(timeout=cell.timeout)
+                wait_or_interrupt(proc, cell.timeout)
             except subprocess.TimeoutExpired:
                 status = "timeout"
                 reason = f"no result within the {cell.timeout:g} s deadline; the cell's processes were killed"
@@ -192,15 +201,35 @@ class CellRunner:
             record.reason = f"{describe_exit(proc.returncode)} before reporting" + (f"; log: {tail}" if tail else "")
         if escaped:
             record.warnings.append(f"processes outlived the cell outside its process group and were killed: {escaped}")
-        if cell.memory_limit_mb and record.status == "error" and "MemoryError" in (record.reason or ""):
-            record.reason = f"{record.reason} (the cell's --memory-limit of {cell.memory_limit_mb:g} MB was reached)"
+        if watchdog is not None and watchdog.hit is not None:  # whatever the child said as it died
+            record.status, record.reason = "killed", watchdog.hit.reason()
+            record.traceback = None
         for result in results:
             record.metrics.update(result.metrics)
-        series_path = self.store.series_path(cell.id, repeat)
+        series_path = self.store.series_path(key)
         if write_series(series_path, stream, results):
             record.series = self.store.relative(series_path)
         scratch.unlink(missing_ok=True)
         return record
+
+    @staticmethod
+    def _watchdog(monitors: list[Monitor], cell: Cell, root: int) -> MemoryMonitor | None:
+        """With --memory-limit: the memory monitor ends the tree when its PSS passes the
+        limit (the cell's own monitor, or one added for it). A watchdog in the parent, not
+        RLIMIT_AS: an address-space cap fails CUDA processes, which reserve far more address
+        space than they use, and says nothing about pages shared between workers."""
+        if not cell.memory_limit_mb:
+            return None
+        watchdog = next((m for m in monitors if isinstance(m, MemoryMonitor)), None)
+        if watchdog is None:
+            watchdog = MemoryMonitor()
+            monitors.append(watchdog)
+
+        def end_tree(hit: LimitHit) -> None:
+            kill_tree(root, {p.pid: p for p in tree(root)}, grace_s=1.0)
+
+        watchdog.enforce(cell.memory_limit_mb, end_tree)
+        return watchdog
 
     def _tree(self, root: int) -> dict[int, psutil.Process]:
         """Every process of the cell seen so far, the live tree under its root included."""
@@ -217,6 +246,22 @@ class CellRunner:
         proc = self._current
         if proc is not None:
             kill_tree(proc.pid, self._tree(proc.pid), grace_s=1.0)
+
+
+def wait_or_interrupt(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """proc.wait(timeout), checking for a Ctrl-C recorded by harness.interrupts every
+    POLL_S: the interrupt is raised here, in ordinary code, so the caller's cleanup runs."""
+    deadline = time.monotonic() + timeout
+    while True:
+        interrupts.check()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+        try:
+            proc.wait(timeout=min(interrupts.POLL_S, left))
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def write_series(path: Path, stream: ChildStream, monitors: list[MonitorResult]) -> bool:

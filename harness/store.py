@@ -166,11 +166,23 @@ class RunStore:
         return {(r.id, r.repeat) for r in self.records()}
 
     # ------------------------------------------------------------------ per-cell files
-    def series_path(self, cell_id: str, repeat: int) -> Path:
-        return self.root / "series" / f"{cell_id}-{repeat}.csv"
+    def attempt_key(self, cell_id: str, repeat: int) -> str:
+        """The name of a cell-repeat's files (log, series, stack dump): `<id>-<repeat>`, or
+        `<id>-<repeat>.N` for its Nth attempt when an earlier attempt left its log. A cell
+        run again (--retry-failed, or after an interruption) so never overwrites the files
+        an earlier record in cells.jsonl points to."""
+        base = key = f"{cell_id}-{repeat}"
+        attempt = 1
+        while self.log_path(key).exists():
+            attempt += 1
+            key = f"{base}.{attempt}"
+        return key
 
-    def log_path(self, cell_id: str, repeat: int) -> Path:
-        return self.root / "logs" / f"{cell_id}-{repeat}.log"
+    def series_path(self, key: str) -> Path:
+        return self.root / "series" / f"{key}.csv"
+
+    def log_path(self, key: str) -> Path:
+        return self.root / "logs" / f"{key}.log"
 
     def relative(self, path: Path) -> str:
         return str(path.relative_to(self.root))

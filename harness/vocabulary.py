@@ -42,7 +42,9 @@ HARNESS_METRICS: dict[str, Better | None] = {
     "cpu_s": None,
     "cpu_util_mean": None,
     "cpu_util_p95": None,
-    "rss_peak_mb": "lower",
+    "mem_pss_peak_mb": "lower",
+    "mem_pss_proc_peak_mb": "lower",
+    "mem_uss_peak_mb": "lower",
     "rss_proc_peak_mb": "lower",
     "gpu_util_mean": None,
     "gpu_util_p95": None,
@@ -51,7 +53,7 @@ HARNESS_METRICS: dict[str, Better | None] = {
 }
 
 # What every report shows after a suite's own rates and report metrics, when present.
-HARNESS_REPORT = ("efficiency_pct", "work_done", "work_requested", "cpu_util_mean", "rss_peak_mb", "gpu_util_mean")
+HARNESS_REPORT = ("efficiency_pct", "work_done", "work_requested", "cpu_util_mean", "mem_pss_peak_mb", "gpu_util_mean")
 
 # Generic signals the diagnosis rules read. A suite reports them under these names, or
 # maps its own metric names onto them with `Vocabulary.signals`.

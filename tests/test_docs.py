@@ -40,7 +40,7 @@ def test_every_export_has_its_flag_and_writes_a_file(cli, tmp_path):
     help_text = cli("export", "--help").output
     run = make_run(tmp_path / "run", cells())
     for name in EXPORTS:
-        assert f"--{name}" in help_text, name
+        assert f"--{name.replace('_', '-')}" in help_text, name
         out = tmp_path / f"{name}.json"
         count, _ = exporter(name)(run, out, None)
         assert count > 0 and out.is_file() and out.stat().st_size > 0

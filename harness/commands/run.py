@@ -7,17 +7,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.execute import execute, new_run
+from harness import interrupts
+from harness.execute import execute, new_run, run_state
 from harness.executors import get_executor
 from harness.matrix import single_cell
 from harness.progress import Progress
+from harness.report.evidence import number
 from harness.report.terminal import console_for_stdout, render
 
 
 def main(suite_name: str, sets: list[str] | None, budget: dict[str, Any], as_json: bool, out: Path) -> int:
     spec, cell = single_cell("run", suite_name, sets, **budget)
-    store = new_run(out, spec, [cell], sys.argv)
-    (record,) = execute(store, [cell], get_executor("local"), Progress(quiet=True))
+    with interrupts.deferred():  # Ctrl-C acts at safe points only (harness.interrupts)
+        store = new_run(out, spec, [cell], sys.argv)
+        with run_state(store):
+            interrupts.check()
+            (record,) = execute(store, [cell], get_executor("local"), Progress(quiet=True))
     if as_json:
         print(json.dumps(record.to_json(), default=str))
     else:
@@ -25,7 +30,7 @@ def main(suite_name: str, sets: list[str] | None, budget: dict[str, Any], as_jso
         console = console_for_stdout()
         for key, value in sorted(record.metrics.items()):
             if not isinstance(value, dict):
-                console.print(f"  {key}: {value}", markup=False, highlight=False)
+                console.print(f"  {key}: {number(value)}", markup=False, highlight=False)
         print(f"run directory: {store.root}")
     if record.ok:
         return 0

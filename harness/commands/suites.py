@@ -1,11 +1,13 @@
-"""`harness suites`: every suite with its parameters, and those that failed to load."""
+"""`harness suites`: every suite with its parameters and whether it can run here (its
+extra installed), then a summary line per suite, and those that failed to load."""
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from harness.params import describe_params
-from harness.registry import discover
+from harness.registry import discover, not_ready
 from harness.report.terminal import console_for_stdout
 
 
@@ -23,6 +25,11 @@ def main() -> int:
         rates = ", ".join(r.metric for r in words.rates) or "its first *_per_s metric"
         quality = ", ".join(f"{q.metric} ({q.better} is better)" for q in words.quality)
         console.print(f"  rates: {rates}" + (f"; quality: {quality}" if quality else ""), markup=False)
+    console.print("[bold]ready to run here[/bold]")
+    for name, suite in sorted(suites.items()):
+        problem = not_ready(name, suite)
+        state = "[green]ready[/green]" if problem is None else f"[yellow]not ready[/yellow]: {escape(problem)}"
+        console.print(f"  {name}: {state}")
     for name, why in sorted(broken.items()):
-        console.print(f"[red]{name}[/red]: could not be loaded: {why}", markup=True)
+        console.print(f"[red]{name}[/red]: could not be loaded: {escape(why)}", markup=True)
     return 0

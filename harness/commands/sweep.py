@@ -6,13 +6,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness import interrupts
 from harness.commands.common import all_ok, finish_report
 from harness.errors import UserError
-from harness.execute import execute, new_run, stored_cells
+from harness.execute import check_resume, execute, new_run, run_state, stored_cells
 from harness.executors import get_executor
 from harness.matrix import Overrides, Spec, apply_overrides, expand, load_spec
 from harness.params import parse_assignments, parse_list
 from harness.progress import Progress
+from harness.registry import ready_suite
 from harness.store import RunStore
 
 
@@ -44,18 +46,30 @@ def main(
     quiet: bool,
     executor: str = "local",
     address: str | None = None,
+    force: bool = False,
+    retry_failed: bool = False,
 ) -> int:
-    if resume is not None:
-        store = RunStore.open(resume)
-        cells = stored_cells(store)
-        if not cells:
-            raise UserError(f"{resume}/run.json lists no cells to resume")
-    else:
-        spec = load_spec(spec_path) if spec_path is not None else Spec()
-        spec = apply_overrides(spec, overrides)
-        cells = expand(spec)
-        store = new_run(out, spec, cells, sys.argv)
-    runner = get_executor(executor, address)
-    records = execute(store, cells, runner, Progress(quiet=quiet))
-    finish_report(store, records, quiet)
+    if retry_failed and resume is None:
+        raise UserError("--retry-failed re-runs the failed cells of a run: use it with --resume RUN_DIR")
+    if force and resume is None:
+        raise UserError("--force resumes a run measured at another commit: use it with --resume RUN_DIR")
+    with interrupts.deferred():  # Ctrl-C and SIGTERM act at safe points only (harness.interrupts)
+        if resume is not None:
+            store = RunStore.open(resume)
+            cells = stored_cells(store)
+            if not cells:
+                raise UserError(f"{resume}/run.json lists no cells to resume")
+            for name in sorted({c.suite for c in cells}):
+                ready_suite(name)
+            check_resume(store, force)
+        else:
+            spec = load_spec(spec_path) if spec_path is not None else Spec()
+            spec = apply_overrides(spec, overrides)
+            cells = expand(spec)
+            store = new_run(out, spec, cells, sys.argv)
+        with run_state(store):
+            interrupts.check()
+            runner = get_executor(executor, address)
+            records = execute(store, cells, runner, Progress(quiet=quiet), retry_failed)
+            finish_report(store, records, quiet)
     return all_ok(records)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from harness import interrupts
 from harness.executors.base import Job, OnRecord, OnStart
 from harness.runner import CellRunner
 from harness.store import RunStore
@@ -15,6 +16,7 @@ class LocalExecutor:
         self.runner = CellRunner(store)
         try:
             for cell, repeat in jobs:
+                interrupts.check()  # between cells: a Ctrl-C during the last one's bookkeeping
                 on_start(cell, repeat)
                 on_record(self.runner.run(cell, repeat))
         except BaseException:

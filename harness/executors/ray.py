@@ -24,6 +24,7 @@ import ray
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from harness import interrupts
 from harness.errors import UserError
 from harness.executors.base import Job, OnRecord, OnStart
 from harness.matrix import Cell
@@ -111,7 +112,10 @@ class RayExecutor:
                 on_start(cell, repeat)
             try:
                 while pending:
-                    done, _ = ray.wait(list(pending), num_returns=1)
+                    interrupts.check()
+                    done, _ = ray.wait(list(pending), num_returns=1, timeout=interrupts.POLL_S)
+                    if not done:
+                        continue
                     ref = done[0]
                     remove_placement_group(pending.pop(ref))
                     record, files = ray.get(ref)

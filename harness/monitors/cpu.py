@@ -25,20 +25,22 @@ class _Seen:
 
 
 class CpuMonitor:
-    """Summed CPU % (100 = one core busy) and RSS of every process under the cell's root.
+    """Summed CPU % (100 = one core busy) of every process under the cell's root.
 
     CPU use comes from deltas of each live process's cumulative CPU time between samples,
     so short-lived workers count while they live (what a process does after the last
     sample that saw it is not counted: at most one period of it).
 
+    Memory is the memory monitor's (harness.monitors.memory: PSS, which counts shared pages
+    once; summed RSS counted them once per process and overstated a forked pool many times).
+
     Metrics: cpu_util_mean / cpu_util_p95 (% of one core, summed over the tree), cpu_s
-    (CPU seconds of the whole tree), cpu_proc_cpu_s_max (the busiest process), rss_peak_mb
-    (peak of the summed RSS), rss_proc_peak_mb (the largest single process), cpu_ctx_vol /
+    (CPU seconds of the whole tree), cpu_proc_cpu_s_max (the busiest process), cpu_ctx_vol /
     cpu_ctx_invol (voluntary and involuntary context switches, summed), cpu_procs_peak
     (most processes at once), cpu_procs_seen, cpu_procs ({pid: {name, cpu_s, rss_peak_mb,
     ctx_vol, ctx_invol}}, busiest first, at most PER_PROCESS_MAX), and the
     sampler's own cost: cpu_monitor_samples, cpu_monitor_cpu_s, cpu_monitor_cpu_pct (% of
-    one core). Series: cpu_util (%) and rss_mb.
+    one core). Series: cpu_util (%).
     """
 
     name = "cpu"
@@ -51,7 +53,6 @@ class CpuMonitor:
         self._result = MonitorResult()
         self._seen: dict[int, _Seen] = {}
         self._util: list[float] = []
-        self._rss_peak = 0.0
         self._procs_peak = 0
         self._own_cpu_s = 0.0
         self._started = 0.0
@@ -76,7 +77,6 @@ class CpuMonitor:
     def _sample(self, dt: float) -> None:
         procs = tree(self._root)
         cpu_delta = 0.0
-        rss = 0.0
         alive = 0
         for proc in procs:
             try:
@@ -95,14 +95,12 @@ class CpuMonitor:
             seen.rss_peak_mb = max(seen.rss_peak_mb, mem.rss / 2**20)
             seen.ctx_vol, seen.ctx_invol = ctx.voluntary, ctx.involuntary
             self._result.processes.setdefault(proc.pid, proc)
-            rss += mem.rss
             alive += 1
         util = 100.0 * cpu_delta / dt if dt > 0 else 0.0
         wall = time.time()
         self._util.append(util)
-        self._rss_peak = max(self._rss_peak, rss / 2**20)
         self._procs_peak = max(self._procs_peak, alive)
-        self._result.series += [(wall, "cpu_util", util), (wall, "rss_mb", rss / 2**20)]
+        self._result.series.append((wall, "cpu_util", util))
 
     def stop(self) -> MonitorResult:
         self._stop.set()
@@ -121,8 +119,6 @@ class CpuMonitor:
         seen = self._seen
         m["cpu_s"] = sum(s.cpu_s for s in seen.values())
         m["cpu_proc_cpu_s_max"] = max((s.cpu_s for s in seen.values()), default=0.0)
-        m["rss_peak_mb"] = self._rss_peak
-        m["rss_proc_peak_mb"] = max((s.rss_peak_mb for s in seen.values()), default=0.0)
         m["cpu_ctx_vol"] = sum(s.ctx_vol for s in seen.values())
         m["cpu_ctx_invol"] = sum(s.ctx_invol for s in seen.values())
         m["cpu_procs_peak"] = self._procs_peak

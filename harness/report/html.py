@@ -22,7 +22,7 @@ import plotly.io as pio
 from harness.diagnosis.findings import severity_rank
 from harness.record import Record, number
 from harness.registry import vocabulary_of
-from harness.report import figures
+from harness.report import evidence, figures
 from harness.report.spread import spread_warnings
 
 REPORT_FILE = "report.html"
@@ -44,10 +44,8 @@ def fmt(value: Any) -> str:
         return "–"
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, float):
-        return "–" if math.isnan(value) else f"{value:.4g}"
-    if isinstance(value, int):
-        return str(value)
+    if isinstance(value, int | float):
+        return "–" if isinstance(value, float) and math.isnan(value) else evidence.number(value)
     return str(value)
 
 
@@ -110,6 +108,15 @@ td{white-space:nowrap}td.wrap{white-space:normal;min-width:14em;max-width:32em;w
 .sev-critical,.sev-error{color:#b00020;font-weight:bold}.sev-warning,.sev-warn{color:#9a6700;font-weight:bold}
 .chart{margin:.5em 0 1em 0;min-height:340px}
 code{background:#f4f4f4;padding:0 .2em}
+table.meta{width:100%;table-layout:fixed}
+table.findings{width:100%;table-layout:fixed}
+table.findings td{white-space:normal;overflow-wrap:anywhere}
+table.findings th{background:#f4f4f4}
+col.f-severity{width:6em}col.f-rule{width:11em}col.f-cells{width:8em}col.f-evidence{width:40%}
+table.evidence{margin:0;font-size:1em;width:100%;table-layout:auto}
+table.evidence th,table.evidence td{border:0;border-bottom:1px solid #eee;padding:.1em .3em;background:none;
+ white-space:normal;overflow-wrap:anywhere}
+table.evidence th{font-weight:normal;color:#555;width:30%}
 """
 
 SORT_JS = """
@@ -181,48 +188,70 @@ def header(run_dir: Path, meta: dict[str, Any]) -> str:
         ("GPU", gpu),
         ("versions", ", ".join(f"{k} {v}" for k, v in versions.items() if v)),
         ("git commit", commit),
+        ("machine noise", _noise(meta)),
     ]
     body = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
     title = meta.get("label") or run_dir.name
     return f'<header><h1>Benchmark report: {esc(title)}</h1><table class="meta">{body}</table></header>'
 
 
+def _noise(meta: dict[str, Any]) -> str:
+    """The machine's noise as `harness doctor` read it (run.json's machine_noise)."""
+    found = meta.get("machine_noise")
+    if not isinstance(found, dict):
+        return str(meta.get("machine_noise_note") or "not recorded (harness doctor measures it)")
+    trust = found.get("trust_pct_by_repeats") or {}
+    worth = ", ".join(f"{evidence.number(v)} % with {k} repeat(s) a side" for k, v in trust.items())
+    return (
+        f"{evidence.number(found.get('between_processes_spread_pct'))} % between fresh processes "
+        f"(harness doctor, {found.get('measured_at')}); differences worth trusting: above {worth}"
+    )
+
+
 # ---------------------------------------------------------------------- findings
 
 
-def _evidence(value: Any) -> str:
-    if isinstance(value, dict):
-        return "; ".join(f"{esc(k)}: {esc(fmt(v))}" for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return "; ".join(esc(fmt(v)) for v in value)
-    return esc(fmt(value)) if value is not None else ""
+def evidence_table(value: Any) -> str:
+    """A finding's evidence as a small two-column table (harness.report.evidence)."""
+    found = evidence.rows(value)
+    if not found:
+        return ""
+    body = "".join(f"<tr><th>{esc(label)}</th><td>{esc(text)}</td></tr>" for label, text in found)
+    return f'<table class="evidence">{body}</table>'
+
+
+FINDING_COLUMNS = ("severity", "rule", "cells", "evidence", "finding")
 
 
 def findings_section(findings: list[dict[str, Any]] | None) -> str:
+    """One row per finding in a table that fits the page at any width from 1024 px: fixed
+    columns, long text wrapped, never a horizontal scroll bar."""
     head = '<section id="findings"><h2>Findings</h2>'
     if findings is None:
         return head + '<p class="note">No diagnosis was run for this report.</p></section>'
     if not findings:
         return head + '<p class="note">No findings: no diagnosis rule fired.</p></section>'
     ordered = sorted(findings, key=lambda f: severity_rank(str(f.get("severity", ""))))
-    rows, attrs = [], []
+    body = []
     for f in ordered:
         severity = str(f.get("severity", ""))
         cells = f.get("cells") or []
         if isinstance(cells, str):
             cells = [cells]
-        links = Raw(", ".join(f'<a href="#cell-{esc(c)}">{esc(c)}</a>' for c in cells))
-        rows.append(
-            [
-                Raw(f'<span class="sev-{esc(severity.lower())}">{esc(severity)}</span>'),
-                f.get("rule", ""),
-                links,
-                Raw(_evidence(f.get("evidence"))),
-                f.get("hint", ""),
-            ]
+        links = ", ".join(f'<a href="#cell-{esc(c)}">{esc(c)}</a>' for c in cells)
+        body.append(
+            "<tr>"
+            f'<td><span class="sev-{esc(severity.lower())}">{esc(severity)}</span></td>'
+            f"<td>{esc(f.get('rule', ''))}</td><td>{links}</td>"
+            f"<td>{evidence_table(f.get('evidence'))}</td><td>{esc(f.get('hint', ''))}</td>"
+            "</tr>"
         )
-        attrs.append("")
-    return head + table(["severity", "rule", "cells", "evidence", "hint"], rows, attrs) + "</section>"
+    cols = "".join(f'<col class="f-{c}">' for c in FINDING_COLUMNS)
+    heads = "".join(f"<th>{c}</th>" for c in FINDING_COLUMNS)
+    return (
+        head + f'<table class="findings"><colgroup>{cols}</colgroup><thead><tr>{heads}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></section>"
+    )
 
 
 # ---------------------------------------------------------------------- suites
@@ -350,7 +379,10 @@ def suite_section(run_dir: Path, meta: dict[str, Any], suite: str, records: list
     parts.append("<h3>CPU and memory</h3>")
     cpu_figs = [
         figures.timeline_figure(series, "cpu_util", "CPU use of the cell's process tree", "CPU (%, 100 = one core)"),
-        figures.timeline_figure(series, "rss_mb", "Resident memory of the cell's process tree", "RSS (MB)"),
+        figures.timeline_figure(
+            series, "mem_pss_mb", "Memory of the cell's process tree (PSS: shared pages counted once)", "PSS (MB)"
+        )
+        or figures.timeline_figure(series, "rss_mb", "Summed RSS of the cell's process tree (older runs)", "RSS (MB)"),
     ]
     if any(f is not None for f in cpu_figs):
         parts += [charts.embed(f, "cpu") for f in cpu_figs if f is not None]

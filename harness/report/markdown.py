@@ -11,6 +11,7 @@ import pandas as pd
 
 from harness.diagnosis.findings import severity_rank
 from harness.record import Record
+from harness.report import evidence
 from harness.report.figures import primary_rate, varying_params
 from harness.report.html import fmt
 from harness.results import summary_frame
@@ -39,7 +40,7 @@ def cells_table(records: list[Record]) -> list[str]:
         suite_records = [r for r in records if r.suite == suite]
         varying = varying_params(suite_records)
         rate = primary_rate(suite_records)
-        metrics = [m for m in (rate, "work_done", "cpu_util_mean", "rss_peak_mb") if m and f"{m}_median" in group]
+        metrics = [m for m in (rate, "work_done", "cpu_util_mean", "mem_pss_peak_mb") if m and f"{m}_median" in group]
         metrics = metrics[:MAX_METRICS]
         lines += [f"### {md(suite)}", ""]
         headers = ["id", *varying, "status", "ok/repeats", *(f"{m} (median)" for m in metrics), "reason"]
@@ -65,20 +66,20 @@ def findings_lines(findings: list[dict[str, Any]] | None) -> list[str]:
         return lines + ["No diagnosis was run.", ""]
     if not findings:
         return lines + ["No findings.", ""]
-    lines.append(_row(["severity", "rule", "cells", "evidence", "hint"]))
+    lines.append(_row(["severity", "rule", "cells", "evidence", "finding"]))
     lines.append(_row(["---"] * 5))
     for f in sorted(findings, key=lambda f: severity_rank(str(f.get("severity", "")))):
         cells = f.get("cells") or []
-        evidence = f.get("evidence")
-        if isinstance(evidence, dict):
-            evidence = "; ".join(f"{k}: {fmt(v)}" for k, v in evidence.items())
+        shown = "<br>".join(
+            md(f"{label}: {text}" if label else text) for label, text in evidence.rows(f.get("evidence"))
+        )
         lines.append(
             _row(
                 [
                     md(f.get("severity", "")),
                     md(f.get("rule", "")),
                     md(", ".join(map(str, cells)) if isinstance(cells, list) else cells),
-                    md(evidence if evidence is not None else ""),
+                    shown,
                     md(f.get("hint", "")),
                 ]
             )

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from harness.record import Record
 from harness.registry import vocabulary_of
+from harness.report import evidence
 from harness.report.figures import primary_rate
 from harness.report.spread import spread_warnings
 from harness.results import param_columns, summary_frame
@@ -28,10 +29,8 @@ def console_for_stdout() -> Console:
 def _fmt(value: Any) -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "-"
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return str(int(value))  # counts and sizes: 20000, not 2e+04
-    if isinstance(value, float):
-        return f"{value:.4g}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return evidence.number(value)  # the one number format of every report
     return escape(str(value))
 
 
@@ -72,8 +71,8 @@ SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 def render_findings(findings: list[Any], console: Console | None = None) -> None:
     """Diagnoses (harness.diagnosis.Finding), most severe first: severity, rule and cells on
-    one line, the finding with its remedy indented below (hints are long; a table column
-    would fold them into a narrow strip)."""
+    one line, then indented the finding with its remedy and its evidence, one row a line
+    (hints are long; a table column would fold them into a narrow strip)."""
     console = console or console_for_stdout()
     if not findings:
         console.print("diagnose: no findings")
@@ -84,6 +83,8 @@ def render_findings(findings: list[Any], console: Console | None = None) -> None
         cells = ", ".join(f.cells[:6]) + (f" +{len(f.cells) - 6} more" if len(f.cells) > 6 else "")
         console.print(f"[{style}]{f.severity:<7}[/{style}] [bold]{f.rule}[/bold]  cells {escape(cells)}")
         console.print(f"        {escape(f.hint)}", highlight=False)
+        for label, text in evidence.rows(f.evidence):
+            console.print(f"          [dim]{escape(label)}[/dim] {escape(text)}", highlight=False)
 
 
 VERDICT_STYLE = {"better": "green", "worse": "red", "same": "", "n/a": "dim"}

@@ -47,6 +47,8 @@ SUITE = Suite(
     run=run,
     resources=resources,
     vocabulary=VOCABULARY,
+    requires=("gymnasium", "torch"),
+    extra="actor_learner",
 )
 
 __all__ = ["SUITE", "Params", "run"]

@@ -89,6 +89,8 @@ SUITE = Suite(
     run=run,
     resources=_resources,
     vocabulary=VOCABULARY,
+    requires=("numba",),
+    extra="mccfr",
 )
 
 __all__ = ["Params", "SUITE", "run"]

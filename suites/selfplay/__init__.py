@@ -119,4 +119,6 @@ SUITE = Suite(
     run=run,
     resources=resources,
     vocabulary=VOCABULARY,
+    requires=("torch",),
+    extra="selfplay",
 )

@@ -15,10 +15,11 @@ import time
 from collections.abc import Sequence
 from multiprocessing.process import BaseProcess
 
-from harness.probe import SuiteError
+from harness.probe import SuiteError, memory_limit_mb
 
 KINDS = ("none", "raise", "hang", "exit", "kill_worker", "segfault", "oom", "orphan")
-OOM_CHUNK = 32 * 2**20
+OOM_CHUNK = 16 * 2**20
+OOM_PAUSE_S = 0.05  # 320 MB/s: the watchdog (a reading every 0.5 s) ends it well before the cap
 
 
 class InjectedFailure(RuntimeError):
@@ -37,22 +38,23 @@ def orphan_forever() -> None:
         time.sleep(1)
 
 
-def blow_up_memory() -> None:
-    """Allocates until the cell's address-space limit stops it with a MemoryError. Refuses
-    to run without a limit: on a shared machine it would take everyone's memory."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft == resource.RLIM_INFINITY:
+def blow_up_memory(limit_mb: float | None = None) -> None:
+    """Allocates and touches memory, OOM_CHUNK every OOM_PAUSE_S, until the harness's memory
+    watchdog ends the cell. Refuses to run without a limit: on a shared machine it would take
+    everyone's memory; and stops itself at twice the limit (a safety cap) if nothing did."""
+    limit = memory_limit_mb() if limit_mb is None else limit_mb
+    if limit is None:
         raise SuiteError("fail=oom needs a memory limit on the cell: run with --memory-limit MB")
     hoard = []
-    try:
-        while True:
-            # bytes(n) is calloc'd: its address space counts against RLIMIT_AS at once,
-            # without the time of writing every page.
-            hoard.append(bytes(OOM_CHUNK))
-    except MemoryError:
-        held = len(hoard) * OOM_CHUNK // 2**20
-        hoard.clear()  # the traceback keeps this frame alive; the error report needs memory
-        raise MemoryError(f"fail=oom: allocation failed after {held} MB") from None
+    cap = 2 * limit * 2**20
+    while len(hoard) * OOM_CHUNK < cap:
+        chunk = bytearray(OOM_CHUNK)
+        chunk[:: resource.getpagesize()] = b"\x01" * (OOM_CHUNK // resource.getpagesize())  # touch every page
+        hoard.append(chunk)
+        time.sleep(OOM_PAUSE_S)
+    held = len(hoard) * OOM_CHUNK // 2**20
+    hoard.clear()
+    raise MemoryError(f"fail=oom: {held} MB held, twice the {limit:g} MB limit, and nothing ended the cell")
 
 
 def escape() -> None:

@@ -53,7 +53,7 @@ def series_csv(rate: float, gpu: bool = True) -> str:
         lines += [
             f"{t},measure,games_per_s,{rate * (1 - 0.02 * i)}",
             f"{t},,cpu_util,{90 + i}",
-            f"{t},,rss_mb,{200 + 10 * i}",
+            f"{t},,mem_pss_mb,{200 + 10 * i}",
         ]
         if gpu:
             lines += [f"{t},,gpu_util,{50 + i}", f"{t},,gpu_mem_mb,{700 + i}"]
@@ -89,7 +89,7 @@ def make_run(
                     "wait_ms_p95": latency_scale * (5.0 + repeat * 0.1),
                     "games": 100 * workers,
                     "cpu_util_mean": 80.0 + repeat,
-                    "rss_peak_mb": 250.0,
+                    "mem_pss_peak_mb": 250.0,
                     "batch_mean": 3.0 + workers,
                     "batch_hist": {"1": 5, str(workers): 20, "8": 2},
                 }

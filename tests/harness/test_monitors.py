@@ -94,7 +94,7 @@ def test_cpu_monitor_reports_per_process_time_rss_switches_and_its_own_cost(cell
     assert m["cpu_procs_peak"] == 2 and m["cpu_procs_seen"] == 2
     assert set(m["cpu_procs"]) == {str(root), str(child)}
     assert m["cpu_s"] >= m["cpu_proc_cpu_s_max"] > 0
-    assert m["rss_peak_mb"] >= m["rss_proc_peak_mb"] > 1
+    assert all(p["rss_peak_mb"] > 1 for p in m["cpu_procs"].values())  # tree memory: test_memory.py
     assert m["cpu_ctx_vol"] > 0 and m["cpu_ctx_invol"] >= 0
     assert m["cpu_monitor_samples"] >= 3 and 0 <= m["cpu_monitor_cpu_pct"] < 100
 

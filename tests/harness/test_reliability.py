@@ -44,13 +44,15 @@ def test_each_fault_kind_gets_its_status_and_reason_and_no_process_remains(cli, 
         "exit": ("error", "exited with code 3"),
         "kill_worker": ("error", "killed by SIGKILL"),
         "segfault": ("killed", "killed by SIGSEGV"),
-        "oom": ("error", "memory-limit of 400 MB was reached"),
+        "oom": ("killed", "past its --memory-limit of 400 MB: ended by the harness's memory watchdog"),
         "orphan": ("ok", None),
     }
     for fail, (status, words) in expected.items():
         assert rows[fail]["status"] == status, rows[fail]
         if words:
             assert words in rows[fail]["reason"], rows[fail]["reason"]
+    assert rows["oom"]["metrics"]["mem_limit_by"].startswith("harness's memory watchdog")
+    assert 400 < rows["oom"]["metrics"]["mem_limit_reached_mb"] < 800  # caught before the fault's safety cap
     assert "Segmentation fault" in rows["segfault"]["reason"]  # faulthandler's report, from the log
     assert any("outlived the cell outside its process group" in w for w in rows["orphan"]["warnings"])
     assert processes_mentioning(str(tmp_path)) == []

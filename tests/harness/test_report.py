@@ -121,7 +121,7 @@ def test_compare_marks_better_worse_same_and_lists_unmatched(tmp_path):
     assert rows[("c-local", "games_per_s")]["verdict"] == "better"
     assert rows[("c-local", "games_per_s")]["ratio"] == 2.0
     assert rows[("c-local", "wait_ms_p95")]["verdict"] == "worse"
-    assert rows[("c-local", "rss_peak_mb")]["verdict"] == "same"
+    assert rows[("c-local", "mem_pss_peak_mb")]["verdict"] == "same"
     assert rows[("c-local", "cpu_util_mean")]["verdict"] == "n/a"
     assert [c["id"] for c in comparison.only_a] == ["c-server-1"]
     assert [c["id"] for c in comparison.only_b] == ["c-server-2", "c-new"]

@@ -65,6 +65,45 @@ PIXEL_STATS_JS = """async (data) => {
 }"""
 
 
+# Every element whose right edge passes the page's width, unless a scrolling (or clipping)
+# box holds it: those scroll on purpose (the wide cells tables) and do not widen the page.
+OVERFLOW_JS = """() => {
+  const width = document.documentElement.clientWidth;
+  const held = (el) => {
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      const o = getComputedStyle(p).overflowX;
+      if (o === "auto" || o === "scroll" || o === "hidden" || o === "clip") return true;
+    }
+    return false;
+  };
+  const bad = [];
+  for (const el of document.body.querySelectorAll("*")) {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.right > width + 1 && !held(el)) bad.push(`${el.tagName}.${el.className} right=${Math.round(r.right)}`);
+  }
+  const clipped = Array.from(document.querySelectorAll("table.findings, table.meta"))
+    .filter((t) => t.scrollWidth > t.clientWidth + 1).map((t) => t.className);
+  return {page: document.documentElement.scrollWidth, width, bad: bad.slice(0, 10), clipped};
+}"""
+
+# A finding with everything long: many cells, nested evidence with an interval, a long remedy.
+WIDE_FINDING = {
+    "severity": "warning",
+    "rule": "NEGATIVE_SCALING",
+    "cells": [f"cell{i:02d}abcdef" for i in range(12)],
+    "evidence": {
+        "rate": "games_per_s",
+        "medians": {str(w): 10.4 / (1 + w / 32) for w in (4, 8, 32, 128)},
+        "drops": [
+            {"metric": "games_per_s", "before": 10.437, "before_at": 4, "after": 3.9912, "after_at": 128,
+             "at": "workers", "ratio": 0.3824125537760623, "low": 0.3137760623017959, "high": 0.4537760623017959},
+        ],
+        "an_unbroken_identifier": "x" * 120,
+    },
+    "hint": "games_per_s falls from 10.4 at 4 workers to 3.99 at 128 (0.38x): " + "more workers only add contention " * 8,
+}  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def page():
     """One page for the module: navigating it again lets Chromium reuse its compile of the
@@ -141,3 +180,25 @@ def test_histograms_gpu_timelines_and_findings_draw_in_chromium(page, tmp_path):
     assert kinds.count("gpu") == 2 and "histogram" in kinds and "scaling" in kinds, kinds
     assert all(drawn > 0 for _, drawn in seen["charts"]), seen["charts"]
     assert seen["pixels"]["std"] > 10, seen["pixels"]
+
+
+@pytest.mark.parametrize("width", [1024, 1400, 1920])
+def test_report_lays_out_without_horizontal_overflow(page, tmp_path, width):
+    from harness.report.html import write_html
+
+    run_dir = make_run(tmp_path, XSS, fail="c-local-2")
+    store = RunStore.open(run_dir)
+    report = write_html(run_dir, store.meta(), store.records(), [WIDE_FINDING, *FINDINGS])
+    page.set_viewport_size({"width": width, "height": 900})
+    try:
+        page.goto(report.as_uri(), wait_until="load")
+        layout = page.evaluate(OVERFLOW_JS)
+        shot = tmp_path / f"findings-{width}.png"
+        page.locator("#findings").screenshot(path=str(shot))
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 1000})
+    assert layout["page"] <= layout["width"], layout
+    assert layout["bad"] == [] and layout["clipped"] == [], layout
+    assert shot.stat().st_size > 10_000  # the findings table was drawn
+    text = page.inner_text("#findings")
+    assert "games_per_s 10.44 @4 -> 3.991 @128 workers (0.3824x, 95 % CI 0.3138-0.4538)" in text

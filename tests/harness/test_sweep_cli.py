@@ -1,10 +1,5 @@
 """The harness core's acceptance paths, through the real CLI and real child processes."""
 
-import os
-import signal
-import subprocess
-import sys
-import time
 
 import pandas as pd
 
@@ -113,46 +108,4 @@ def test_run_prints_metrics_as_json(cli, tmp_path):
     assert record["metrics"]["pipe_rtt_us_p50"] > 0 and record["metrics"]["shm_rtt_us_p95"] > 0
 
 
-def test_sigint_then_resume_runs_only_the_unfinished_cells(tmp_path):
-    out = tmp_path / "res"
-    cmd = [
-        sys.executable,
-        "-m",
-        "harness.cli",
-        "sweep",
-        "--suite",
-        "synthetic",
-        "--set",
-        "slowdown=1,2,3",
-        "--duration",
-        "1.0",
-        "--out",
-        str(out),
-        "--quiet",
-    ]
-    sweep = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        dirs = run_dirs(out) if out.exists() else []
-        if dirs and (dirs[0] / "cells.jsonl").exists():
-            break
-        time.sleep(0.05)
-    time.sleep(0.3)  # the second cell is now running
-    sweep.send_signal(signal.SIGINT)
-    assert sweep.wait(timeout=30) == 130
-    (run_dir,) = run_dirs(out)
-    first = read_records(run_dir)
-    assert 1 <= len(first) < 3
-    assert processes_mentioning(str(out)) == []
-    resumed = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "sweep", "--resume", str(run_dir), "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ},
-    )
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    records = read_records(run_dir)
-    assert len(records) == 3  # nothing finished was run again
-    assert {r["params"]["slowdown"] for r in records} == {1.0, 2.0, 3.0}
-    assert records[: len(first)] == first
+# Ctrl-C at every moment of a sweep, then --resume: tests/harness/test_interrupts.py

@@ -56,3 +56,14 @@ SUITE = Suite(
     run=run,
     vocabulary=Vocabulary(rates=(Rate("widgets"),), workers="lanes"),
 )
+
+# The toy again, needing a module no machine has: a suite whose extra is not installed.
+NEEDY = Suite(
+    name="needy",
+    description="toy that needs a module that is not installed",
+    params=Params,
+    run=run,
+    vocabulary=Vocabulary(rates=(Rate("widgets"),), workers="lanes"),
+    requires=("harness_test_module_that_is_not_installed",),
+    extra="needy",
+)

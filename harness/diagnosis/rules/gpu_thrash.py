@@ -49,7 +49,14 @@ def check(view: RunView) -> list[Finding]:
                         "gpu_util_mean": util,
                         "gpu_procs_peak": procs,
                         "gpu_mem_peak_mb": cell.median("gpu_mem_peak_mb"),
-                        "workers": {base_workers: base_rate, workers: value},
+                        "change": {
+                            "metric": rate,
+                            "before": base_rate,
+                            "before_at": base_workers,
+                            "after": value,
+                            "after_at": workers,
+                            "at": cell.vocabulary.workers,
+                        },
                         "per_worker_ratio": per_worker,
                     },
                 )

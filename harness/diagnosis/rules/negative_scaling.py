@@ -59,7 +59,15 @@ def check(view: RunView) -> list[Finding]:
                     "rate": rate,
                     "medians": {str(w): c.median(rate) for w, c in members},
                     "drops": [
-                        {"from_workers": d[0], "to_workers": d[2], **{k: d[4][k] for k in ("ratio", "low", "high")}}
+                        {
+                            "metric": rate,
+                            "before": d[1].median(rate),
+                            "before_at": d[0],
+                            "after": d[3].median(rate),
+                            "after_at": d[2],
+                            "at": words.workers,
+                            **{k: d[4][k] for k in ("ratio", "low", "high")},
+                        }
                         for d in drops
                     ],
                 },

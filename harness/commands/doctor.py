@@ -1,0 +1,129 @@
+"""`harness doctor`: this machine's facts and a short noise reading, with what they mean for
+the smallest difference worth trusting. The reading is kept as <out>/doctor.json; sweeps into
+the same results directory copy it into run.json while it is fresh (harness.execute)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+from harness import machine, noise
+from harness.errors import UserError
+from harness.metadata import gpu_info
+from harness.numbers import readable
+from harness.report.terminal import console_for_stdout
+from harness.store import utc_now, write_json_atomic
+
+SECONDS_MIN, SECONDS_MAX = 2.0, 600.0
+STEAL_WARN_PCT = 2.0
+
+
+def assess(facts: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(fact, value, what it means) for each fact."""
+    rows = []
+    cores = facts["usable_cores"]
+    load = facts.get("load_avg_1_5_15")
+    if load:
+        busy = load[0] >= cores
+        meaning = (
+            f"more runnable threads than the {cores} usable cores: other work shares the CPUs, rates will wander"
+            if busy
+            else "below the core count"
+        )
+        rows.append(("load average (1, 5, 15 min)", ", ".join(f"{v:.2f}" for v in load), meaning))
+    governors = facts.get("governors")
+    if governors is None:
+        rows.append(("CPU governor", "not exposed", "no cpufreq here (a VM or container): the host decides the clock"))
+    else:
+        fixed = set(governors) == {"performance"}
+        rows.append(
+            (
+                "CPU governor",
+                ", ".join(f"{g} x{n}" for g, n in governors.items()),
+                "fixed clock" if fixed else "the clock follows the load: set `performance` for steadier numbers",
+            )
+        )
+    steal = facts.get("steal_pct")
+    if steal is not None:
+        meaning = (
+            "a hypervisor gave CPU time to other guests during the reading: expect noise"
+            if steal >= STEAL_WARN_PCT
+            else "little or none taken by a hypervisor"
+        )
+        rows.append(("steal time during the reading", f"{steal:.1f} %", meaning))
+    smt = facts.get("smt")
+    rows.append(
+        (
+            "SMT (hyper-threads)",
+            {True: "on", False: "off", None: "unknown"}[smt],
+            "two logical CPUs share a core: workers on siblings slow each other" if smt else "one thread per core",
+        )
+    )
+    isolated = facts.get("isolated_cpus")
+    rows.append(
+        (
+            "isolated CPUs",
+            isolated or ("none" if isolated == "" else "not exposed"),
+            "the scheduler keeps other work off them" if isolated else "every CPU is shared with the rest of the system",
+        )
+    )
+    quota = facts.get("cpu_quota")
+    rows.append(
+        (
+            "cgroup CPU quota",
+            readable(quota) if quota else "none",
+            f"this process may use {readable(quota)} CPUs" if quota else "no limit",
+        )
+    )
+    gpus = facts.get("gpus") or []
+    rows.append(
+        (
+            "GPUs (NVML)",
+            "; ".join(f"{g['name']} ({readable(g['memory_total_mb'])} MB)" for g in gpus) or "none",
+            facts.get("gpu_reason") or f"driver {facts.get('gpu_driver')}",
+        )
+    )
+    return rows
+
+
+def meaning(reading: dict[str, Any]) -> list[str]:
+    between = reading["between_processes"]
+    within = reading["within_process"]
+    trust = reading["trust_pct_by_repeats"]
+    lines = [
+        f"within one process: short runs of the same work vary by {readable(within['slice_spread_pct'], 3)} % "
+        f"(sd/mean of {within['slices']} slices), 1 s windows by {readable(within['window_1s_spread_pct'], 3)} %",
+        f"between fresh processes (what separates two repeats of a cell): {readable(between['spread_pct'], 3)} % "
+        f"over {between['processes']} processes",
+    ]
+    worth = ", ".join(f"{readable(pct, 3)} % with {n} repeat{'s' if n != '1' else ''} a side" for n, pct in trust.items())
+    lines.append(
+        f"differences worth trusting here: above {worth}; smaller ones can be this machine's noise "
+        "(95 % of same-code comparisons drawn from this reading stay within them)"
+    )
+    return lines
+
+
+def main(seconds: float, out: Path, as_json: bool) -> int:
+    if not SECONDS_MIN <= seconds <= SECONDS_MAX:
+        raise UserError(f"--seconds {seconds:g}: allowed {SECONDS_MIN:g} to {SECONDS_MAX:g}")
+    before = machine.cpu_times()
+    found = noise.reading(seconds)
+    facts = {**machine.facts(), "steal_pct": machine.steal_pct(before, machine.cpu_times()), **gpu_info()}
+    result = {"measured_at": utc_now(), "hostname": socket.gethostname(), "facts": facts, **found}
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / noise.DOCTOR_FILE, result)
+    if as_json:
+        print(json.dumps(result, indent=2, default=str))
+        return 0
+    console = console_for_stdout()
+    console.print("[bold]this machine[/bold]")
+    for name, value, what in assess(facts):
+        console.print(f"  {name}: {value}  [dim]({what})[/dim]", highlight=False)
+    console.print(f"[bold]noise ({seconds:g} s reading)[/bold]")
+    for line in meaning(found):
+        console.print(f"  {line}", highlight=False)
+    print(f"kept in {out / noise.DOCTOR_FILE}: sweeps into {out} copy it into run.json for {noise.FRESH_S // 3600} h")
+    return 0
