@@ -17,7 +17,6 @@ from multiprocessing.process import BaseProcess
 
 from harness.probe import SuiteError
 
-KINDS = ("none", "raise", "hang", "exit", "kill_worker", "segfault", "oom", "orphan")
 OOM_CHUNK = 32 * 2**20
 
 
