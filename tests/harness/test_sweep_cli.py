@@ -156,3 +156,9 @@ def test_sigint_then_resume_runs_only_the_unfinished_cells(tmp_path):
     assert len(records) == 3  # nothing finished was run again
     assert {r["params"]["slowdown"] for r in records} == {1.0, 2.0, 3.0}
     assert records[: len(first)] == first
+
+
+def test_suites_prints_descriptions_as_text_not_markup(cli):
+    result = cli("suites")
+    assert result.exit_code == 0, result.output
+    assert "[ray]" in result.output  # "needs the [ray] extra": rich markup would swallow it
