@@ -5,7 +5,8 @@ mode runs exactly `probe.target_work` iterations (the last batch is the remainde
 batch is split over the workers by the harness's no-loss `split_work`. `staleness + 1`
 batches are kept in flight, and the ones still running when the probe says stop are
 collected and counted (they were asked for). Exploitability is computed after the measured
-window has closed (duration mode), so it costs no rate.
+window has closed (duration mode), so it costs no rate. The backend comes from `BACKENDS`
+(backends/base.py says what one does); `run_mccfr` returns the tables it ended with.
 """
 
 from __future__ import annotations

@@ -41,7 +41,9 @@ class Funnel:
                 self.seen[name] = total
 
 
-def build_shared(params: Params, agents: int, ctx: Any) -> tuple[WeightBoard, LearnerStats, list[ReplayRing], np.ndarray]:
+def build_shared(
+    params: Params, agents: int, ctx: Any
+) -> tuple[WeightBoard, LearnerStats, list[ReplayRing], np.ndarray]:
     from suites.actor_learner.dqn import DQNLearner, initial_weights
 
     initial = initial_weights(agents, params.hidden, params.seed)

@@ -65,7 +65,9 @@ class RayBackend(Backend):
                 )
                 for slot, games in enumerate(setup.shares):
                     net = (setup.net_config, state, str(setup.device)) if local else (None, None, "cpu")
-                    actors.append(game.remote(slot, setup.play_config, setup.seed(slot), games, setup.leaves, server, *net))
+                    actors.append(
+                        game.remote(slot, setup.play_config, setup.seed(slot), games, setup.leaves, server, *net)
+                    )
                 hellos = _wait_started(ray, [a.hello.remote() for a in actors])
                 heavy = [h for h in hellos if h["torch_loaded"]]
                 if not local:

@@ -47,9 +47,10 @@ def test_fixed_work_is_done_exactly(total, workers):
 
 
 def test_every_unit_counted_was_run_by_a_worker_and_none_was_lost(units_run):
-    # a duration too long to matter: the fixed work ends the run
+    # a duration too long to matter: the fixed work ends the run. Units of ~3 ms: the
+    # window opens once every worker is up, and units done before that count in no rate
     probe = Probe(target_work=37, duration_s=60)
-    run(Params(workers=3, unit_size=100, slowdown=2.0), probe)
+    run(Params(workers=3, unit_size=20_000, slowdown=2.0), probe)
     m = probe.finish()
     ran = units_run()
     assert len(ran) == m["units"] == m["work_done"] == m["work_requested"] == 37
@@ -57,8 +58,9 @@ def test_every_unit_counted_was_run_by_a_worker_and_none_was_lost(units_run):
     assert sorted(Counter(pid for pid, _ in ran).values()) == sorted(split_work(37, 3))
     assert os.getpid() not in {pid for pid, _ in ran}  # all of it in worker processes
     # the planted slowdown doubles the loop steps of every unit
-    assert {steps for _, steps in ran} == {200}
+    assert {steps for _, steps in ran} == {40_000}
     assert m["units_per_s"] > 0
+    assert m["units_per_s"] * m["measure_s"] <= m["units"] + 1e-9
     assert mp.active_children() == []
 
 
