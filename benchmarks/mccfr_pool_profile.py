@@ -12,9 +12,9 @@ import time
 
 import numpy as np
 
-from suites.mccfr.backends import ProcessesBackend, _kernel_warmup
+from suites.mccfr.backends.processes import ProcessesBackend
 from suites.mccfr.games import flatten, leduc
-from suites.mccfr.worker import WorkerState, new_tables
+from suites.mccfr.worker import WorkerState, new_tables, warm_kernels
 
 ITERATIONS = 10_000
 BATCHES = 40
@@ -47,7 +47,7 @@ def pool(game, pin: bool) -> tuple[float, float]:
 
 def main() -> None:
     game = flatten(leduc())
-    _kernel_warmup(game)
+    warm_kernels(game)
     print(f"kernel in-process: {in_process_ms(game):.2f} ms per {ITERATIONS} iterations")
     for pin in (False, True):
         rate, per_worker = pool(game, pin)

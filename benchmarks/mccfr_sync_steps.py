@@ -20,9 +20,9 @@ import argparse
 import statistics
 import time
 
-from suites.mccfr.backends import Merger, _kernel_warmup
+from suites.mccfr.backends.merge import Merger
 from suites.mccfr.games import flatten, leduc_variant
-from suites.mccfr.worker import WorkerState, new_tables
+from suites.mccfr.worker import WorkerState, new_tables, warm_kernels
 
 
 def main() -> None:
@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--skip", type=int, default=4, help="first batches left out (cold pages)")
     args = parser.parse_args()
     game = flatten(leduc_variant(args.ranks, args.suits, 2))
-    _kernel_warmup(game)
+    warm_kernels(game)
     workers = [WorkerState(game, "delta", *new_tables(game.num_infosets)) for _ in range(2)]
     merger = Merger(*new_tables(game.num_infosets), "delta")
     steps: dict[str, list[float]] = {"kernel": [], "take": [], "merge": [], "apply": [], "rows/it": []}

@@ -15,11 +15,12 @@ def main() -> int:
     suites, broken = discover()
     console = console_for_stdout()
     for name, suite in sorted(suites.items()):
-        table = Table(title=f"{name}: {suite.description}", title_justify="left")
+        table = Table(title=escape(f"{name}: {suite.description}"), title_justify="left")
         for col in ("param", "allowed", "default", "unit", "description"):
             table.add_column(col)
         for row in describe_params(suite.params):
-            table.add_row(row["name"], row["allowed"], row["default"], row["unit"], row["description"])
+            # plain text: a description such as 'needs the [ray] extra' is not markup
+            table.add_row(*(escape(row[key]) for key in ("name", "allowed", "default", "unit", "description")))
         console.print(table)
         words = suite.words
         rates = ", ".join(r.metric for r in words.rates) or "its first *_per_s metric"

@@ -16,9 +16,9 @@ from suites.actor_learner.params import Params
 
 
 def run(params: Params, probe: Probe) -> None:
-    from suites.actor_learner.runner import run as run_suite
+    from suites.actor_learner.driver import run_actor_learner
 
-    run_suite(params, probe)
+    run_actor_learner(params, probe)
 
 
 def resources(params: Any) -> Resources:

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from suites.actor_learner.backends import BACKENDS
+
 
 class Params(BaseModel):
     """Defaults are the tuned processes configuration; `docs/benchmarks.md` compares it with
@@ -13,9 +15,9 @@ class Params(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["sequential", "processes"] = Field(
+    backend: BACKENDS.field(
         "processes",
-        description="sequential: one process alternates collecting and training; processes: the "
+        "sequential: one process alternates collecting and training; processes: the "
         "main process acts for every agent, one learner process per agent",
     )
     agents: int = Field(5, ge=1, le=64, description="independent DQN agents, one CartPole-v1 each")

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.probe import Probe, Quality, Rate, Resources, Suite, Vocabulary, resolve_workers
+from suites.mccfr.backends import BACKENDS
 
 
 class Params(BaseModel):
@@ -19,9 +20,7 @@ class Params(BaseModel):
     game: Literal["kuhn", "leduc", "leduc_variant"] = Field(
         "leduc", description="kuhn, leduc (OpenSpiel's leduc_poker) or leduc_variant (ranks/suits/raises)"
     )
-    backend: Literal["sequential", "threads", "processes", "ray"] = Field(
-        "sequential", description="where iterations run (ray: Ray actors; needs the [ray] extra)"
-    )
+    backend: BACKENDS.field("sequential", "where iterations run (ray: Ray actors; needs the [ray] extra)")
     workers: int = Field(1, ge=0, description="worker threads/processes/actors (0 = one per core); sequential uses one")
     batch_size: int = Field(
         100,

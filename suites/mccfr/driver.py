@@ -5,18 +5,30 @@ mode runs exactly `probe.target_work` iterations (the last batch is the remainde
 batch is split over the workers by the harness's no-loss `split_work`. `staleness + 1`
 batches are kept in flight, and the ones still running when the probe says stop are
 collected and counted (they were asked for). Exploitability is computed after the measured
-window has closed (duration mode), so it costs no rate.
+window has closed (duration mode), so it costs no rate. The backend comes from `BACKENDS`
+(backends/base.py says what one does); `run_mccfr` returns the tables it ended with.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from harness.probe import Probe, SuiteError, resolve_workers, split_work
+
+if TYPE_CHECKING:
+    from suites.mccfr.games import FlatGame
+
+
+class Solution(NamedTuple):
+    """What a run ends with: the game and copies of the global tables after the last merge."""
+
+    game: FlatGame
+    regret: np.ndarray
+    avg: np.ndarray
 
 
 def game_spec(params: Any) -> Any:
@@ -43,8 +55,9 @@ def plan(target: int, batch_size: int, workers: int) -> Iterator[list[int]]:
         remaining -= size
 
 
-def run_mccfr(params: Any, probe: Probe) -> None:
-    from suites.mccfr.backends import BACKENDS, BatchResult
+def run_mccfr(params: Any, probe: Probe) -> Solution:
+    from suites.mccfr.backends import BACKENDS
+    from suites.mccfr.backends.base import BatchResult
     from suites.mccfr.exploitability import exploitability as exploitability_of
     from suites.mccfr.exploitability import nash_conv
     from suites.mccfr.games import flatten
@@ -54,10 +67,11 @@ def run_mccfr(params: Any, probe: Probe) -> None:
         game = flatten(spec)
     except ValueError as exc:
         raise SuiteError(f"game={params.game}: {exc}; raise ranks or suits") from None
-    if params.backend == "sequential":
+    backend_class = BACKENDS.get(params.backend)
+    if backend_class.single_worker:
         workers = 1
         if params.workers not in (0, 1):
-            probe.warn(f"backend=sequential runs one worker; workers={params.workers} is ignored")
+            probe.warn(f"backend={params.backend} runs one worker; workers={params.workers} is ignored")
     else:
         workers = resolve_workers(params.workers)
     pool = pool_size(params.batch_size, workers)
@@ -71,8 +85,8 @@ def run_mccfr(params: Any, probe: Probe) -> None:
         f"backend={params.backend} workers={pool} sync={params.sync} batch_size={params.batch_size} "
         f"staleness={params.staleness}"
     )
-    backend = BACKENDS[params.backend](game, pool, params.sync, params.seed, params.start_method)
-    syncs = params.backend != "sequential"
+    backend = backend_class(game, pool, params.sync, params.seed, params.start_method)
+    syncs = not backend_class.single_worker
     depth = params.staleness + 1 if syncs else 1
     busy_s = 0.0
     done_total = 0
@@ -96,7 +110,7 @@ def run_mccfr(params: Any, probe: Probe) -> None:
 
     try:
         backend.start()
-        if getattr(backend, "torch_in_workers", 0):
+        if backend.torch_in_workers:
             probe.warn(f"{backend.torch_in_workers} mccfr worker processes have torch loaded")
         probe.phase("warmup")
         if probe.target_work is not None:
@@ -133,6 +147,7 @@ def run_mccfr(params: Any, probe: Probe) -> None:
     if syncs and pool_s > 0:
         # the share of the pool's worker time not spent in the kernel: syncing, merging, waiting
         probe.set("sync_share", max(0.0, 1.0 - busy_s / (pool * pool_s)))
+    return Solution(game, regret, avg)
 
 
 def _forever(shares: list[int], probe: Probe) -> Iterator[list[int]]:

@@ -34,7 +34,7 @@ import numpy as np
 from suites.mccfr.games import MAX_ACTIONS, FlatGame
 from suites.mccfr.shared_rows import Attached, BlockRef
 from suites.mccfr.solver import NUM_STATS, TOUCHED, run_iterations, seed_state
-from suites.mccfr.sync_kernels import apply_update, empty_rows, sorted_rows, take_changes
+from suites.mccfr.sync_kernels import apply_update, empty_rows, merge_changes, sorted_rows, take_changes
 
 
 class Update(NamedTuple):
@@ -78,6 +78,22 @@ def update_bytes(updates: Sequence[Update]) -> int:
 def new_tables(num_infosets: int) -> tuple[np.ndarray, np.ndarray]:
     shape = (num_infosets, MAX_ACTIONS)
     return np.zeros(shape), np.zeros(shape)
+
+
+def warm_kernels(game: FlatGame) -> None:
+    """Compile (or load from the cache) the kernels once, before any worker is forked."""
+    spec = game.spec
+    regret, avg = new_tables(game.num_infosets)
+    n = game.num_infosets
+    run_iterations(
+        0, game.nodes, game.children, spec.cards, spec.suits, spec.rounds, regret, avg,
+        np.zeros(n, np.uint8), np.zeros(n, np.int64), np.zeros(NUM_STATS, np.int64), seed_state(0),
+    )  # fmt: skip
+    rows, d_regret, d_avg = empty_rows(MAX_ACTIONS)
+    take_changes(rows, regret, avg, regret, avg, d_regret, d_avg)
+    apply_update(rows, d_regret, d_avg, rows, d_regret, d_avg, regret, avg, regret, avg)
+    merge_changes(rows, d_regret, d_avg, regret, avg, np.zeros(n, np.int64), rows, d_regret, d_avg)
+    sorted_rows(np.zeros(n, np.uint8), rows, 0, rows)
 
 
 class WorkerState:
@@ -186,7 +202,7 @@ def process_main(inbox: Any, outbox: Any, game: FlatGame, sync: str, shared_name
 
     Messages in: ("run", iterations, key, batch, updates, reply_block) -> (Reply, BlockRef)
     out; ("apply", updates); ("stop",). Updates come as `Shipped` block references, the
-    reply's rows go into the named block (backends.ProcessesBackend owns the blocks). The
+    reply's rows go into the named block (backends/processes.py owns the blocks). The
     first message out is ("ready", torch_loaded) so the main process can check that no
     worker carries torch.
     """

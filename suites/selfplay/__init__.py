@@ -17,17 +17,16 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.probe import Probe, Rate, Resources, Suite, Vocabulary, resolve_workers
+from suites.selfplay.backends import BACKENDS
 from suites.selfplay.limits import FORWARD
-
-Backend = Literal["sequential", "threads", "processes", "server", "ray"]
 
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    backend: Backend = Field(
+    backend: BACKENDS.field(
         "server",
-        description="sequential (one game loop, in-process net), threads (share one in-process net), "
+        "sequential (one game loop, in-process net), threads (share one in-process net), "
         "processes (a net per worker process), server (torch-free workers + one batching inference server), "
         "ray (game actors on Ray; see ray_inference; needs the [ray] extra)",
     )
@@ -96,7 +95,7 @@ def run(params: Params, probe: Probe) -> None:
     import time
 
     started = time.perf_counter()  # start-up includes importing torch
-    from suites.selfplay.backends import run_selfplay
+    from suites.selfplay.driver import run_selfplay
 
     run_selfplay(params, probe, started)
 

@@ -77,11 +77,11 @@ class Channel:
     def signal(self, code: int) -> None:
         os.write(self.writer.fileno(), struct.pack("<i", code))
 
-    def client(self, slot: int) -> ServerClient:
-        return ServerClient(self, slot)
+    def client(self, slot: int) -> InferenceServerClient:
+        return InferenceServerClient(self, slot)
 
 
-class ServerClient:
+class InferenceServerClient:
     """An evaluator that asks the inference server. Built in the main process and passed
     to its worker as a Process argument: it carries only its own slot's semaphore."""
 

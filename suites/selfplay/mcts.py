@@ -33,14 +33,6 @@ class Evaluator(Protocol):
     def evaluate(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
 
-class UniformEvaluator:
-    """Uniform priors and value 0: search driven by terminal positions alone."""
-
-    def evaluate(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        n = planes.shape[0]
-        return np.full((n, COLUMNS), 1.0 / COLUMNS, dtype=np.float32), np.zeros(n, dtype=np.float32)
-
-
 @dataclass(frozen=True)
 class SearchConfig:
     simulations: int = 64

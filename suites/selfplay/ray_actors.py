@@ -32,7 +32,7 @@ from suites.selfplay.play import TALLY_WIDTH, PlayConfig, play_games
 from suites.selfplay.workers import CountingEvaluator
 
 
-class ServerClient:
+class InferenceActorClient:
     """A game actor's evaluator that asks the inference actor (blocking on the reply)."""
 
     def __init__(self, server: Any) -> None:
@@ -66,7 +66,7 @@ class GameActor:
         self.stopping = False
         self.device = "server"
         if server is not None:
-            self.evaluator: Any = ServerClient(server)
+            self.evaluator: Any = InferenceActorClient(server)
         else:
             import torch
 

@@ -51,10 +51,6 @@ class Shared:
     def tally(self) -> np.ndarray:
         return self._bind()[0]
 
-    @property
-    def stop_flag(self) -> np.ndarray:
-        return self._bind()[1]
-
     def should_stop(self) -> bool:
         return bool(self._bind()[1][0])
 

@@ -17,7 +17,6 @@ from multiprocessing.process import BaseProcess
 
 from harness.probe import SuiteError, memory_limit_mb
 
-KINDS = ("none", "raise", "hang", "exit", "kill_worker", "segfault", "oom", "orphan")
 OOM_CHUNK = 16 * 2**20
 OOM_PAUSE_S = 0.05  # 320 MB/s: the watchdog (a reading every 0.5 s) ends it well before the cap
 

@@ -109,3 +109,9 @@ def test_run_prints_metrics_as_json(cli, tmp_path):
 
 
 # Ctrl-C at every moment of a sweep, then --resume: tests/harness/test_interrupts.py
+
+
+def test_suites_prints_descriptions_as_text_not_markup(cli):
+    result = cli("suites")
+    assert result.exit_code == 0, result.output
+    assert "[ray]" in result.output  # "needs the [ray] extra": rich markup would swallow it

@@ -15,7 +15,7 @@ from suites.mccfr.shared_rows import BlockPool
 
 def test_blocks_are_recycled_not_grown_and_unlinked_at_close():
     game = flatten(leduc())
-    b = BACKENDS["processes"](game, 2, "delta", 0, "fork")
+    b = BACKENDS.get("processes")(game, 2, "delta", 0, "fork")
     try:
         b.start()
         b.submit([50, 50], 0)

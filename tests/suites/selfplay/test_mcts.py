@@ -3,9 +3,17 @@
 import numpy as np
 import pytest
 
-from suites.selfplay.connect4 import Board
-from suites.selfplay.mcts import MCTS, SearchConfig, UniformEvaluator, choose_move
+from suites.selfplay.connect4 import COLUMNS, Board
+from suites.selfplay.mcts import MCTS, SearchConfig, choose_move
 from suites.selfplay.play import GAMES, MOVES, NN_EVALS, TALLY_WIDTH, PlayConfig, play_game
+
+
+class UniformEvaluator:
+    """Uniform priors and value 0: search driven by terminal positions alone."""
+
+    def evaluate(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n = planes.shape[0]
+        return np.full((n, COLUMNS), 1.0 / COLUMNS, dtype=np.float32), np.zeros(n, dtype=np.float32)
 
 
 def best_move(moves: str, leaves: int, simulations: int = 256) -> int:

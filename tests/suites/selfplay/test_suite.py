@@ -6,7 +6,7 @@ from pydantic import ValidationError
 
 from harness.probe import Probe, SuiteError
 from suites.selfplay import SUITE, Params
-from suites.selfplay.backends import check_devices
+from suites.selfplay.driver import check_devices
 
 TINY = {"blocks": 1, "channels": 8, "simulations": 8, "leaves": 4}
 
@@ -83,7 +83,7 @@ def test_resources_count_the_server_process():
 
 
 def test_cuda_nets_are_never_forked():
-    from suites.selfplay.backends import net_worker_start_method
+    from suites.selfplay.backends.processes import net_worker_start_method
     from suites.selfplay.net import NetConfig
     from suites.selfplay.server import InferenceServer
 

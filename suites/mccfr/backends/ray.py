@@ -1,4 +1,4 @@
-"""The ray backend: solver workers as Ray actors, delta/full sync through the object store.
+"""ray: solver workers as Ray actors, delta/full sync through the object store.
 
 Each actor holds one worker's tables (`WorkerState`, the same protocol as the threads and
 processes backends). Per batch the main process puts the last merged update into the
@@ -19,6 +19,8 @@ import sys
 from typing import Any
 
 from harness.probe import SuiteError
+from suites.mccfr.backends.base import Backend, BatchResult
+from suites.mccfr.backends.merge import InFlight, Merger
 from suites.mccfr.games import FlatGame
 from suites.mccfr.worker import Reply, Update, WorkerState, new_tables, update_bytes
 from suites.ray_session import ray_session
@@ -45,10 +47,10 @@ class TableWorker:
         self.state.apply(updates)
 
 
-class RayBackend:
-    def __init__(self, game: FlatGame, workers: int, sync: str, seed: int, start_method: str) -> None:
-        from suites.mccfr.backends import InFlight, Merger
+class RayBackend(Backend):
+    """One `TableWorker` actor per worker; Ray is imported when the backend starts."""
 
+    def __init__(self, game: FlatGame, workers: int, sync: str, seed: int, start_method: str) -> None:
         if sync == "shared":
             raise SuiteError(
                 "backend=ray with sync=shared: tables shared in place exist on one machine only; "
@@ -93,7 +95,7 @@ class RayBackend:
         applies = [a.apply.remote(ref) for a in self.actors[len(shares) :]] if updates else []
         self.flight.add(batch, shares, (runs, applies, update_bytes(updates)))
 
-    def collect(self) -> Any:
+    def collect(self) -> BatchResult:
         batch, shares, (runs, applies, moved) = self.flight.oldest()
         replies: list[Reply] = self.ray.get(runs)
         self.ray.get(applies)

@@ -1,0 +1,99 @@
+"""From the workers' tally rows to the probe: counters, batch histograms, work, the stop.
+
+Workers (threads, processes or Ray actors) write their tallies into rows of one table
+(play.py's columns, then a histogram of the batch sizes they evaluated); the main process
+alone talks to the probe. `Accounting` turns tally deltas into counters and snapshots the
+histograms when the measured window opens and closes; `supervise` is the main loop that
+does it every `POLL_S` until the probe says stop or the workers are done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from harness.probe import Probe
+from suites.selfplay.backends.base import POLL_S
+from suites.selfplay.play import DRAWS, FIRST_WINS, GAMES, MOVES, NN_EVALS, SECOND_WINS, TALLY_WIDTH
+
+
+class Accounting:
+    """Tally rows -> probe counters; batch histograms over the measured window only."""
+
+    def __init__(
+        self,
+        probe: Probe,
+        tally: np.ndarray,
+        on_measure: Callable[[], None] | None = None,
+        on_stop: Callable[[], None] | None = None,
+    ):
+        self.probe = probe
+        self.tally = tally
+        self.on_measure = on_measure
+        self.on_stop = on_stop
+        self.reported = np.zeros(TALLY_WIDTH, dtype=np.int64)
+        self.hist_start: np.ndarray | None = None
+        self.hist_end: np.ndarray | None = None
+        for name in ("games", "moves", "nn_evals"):  # present (and 0) even if no game ends
+            probe.count(name, 0)
+
+    def update(self) -> None:
+        totals = self.tally.sum(axis=0)
+        delta = totals[:TALLY_WIDTH] - self.reported
+        for name, column in (("games", GAMES), ("moves", MOVES), ("nn_evals", NN_EVALS)):
+            if delta[column]:
+                self.probe.count(name, int(delta[column]))
+        self.reported += delta
+        phase = self.probe.current_phase
+        if self.hist_start is None and phase != "warmup":
+            # fixed work: the window opened as the workers started, before any batch
+            fixed = self.probe.target_work is not None
+            self.hist_start = np.zeros_like(totals[TALLY_WIDTH:]) if fixed else totals[TALLY_WIDTH:].copy()
+            if self.on_measure is not None:
+                self.on_measure()
+        if self.hist_end is None and phase == "stopped":
+            self.hist_end = totals[TALLY_WIDTH:].copy()
+            if self.on_stop is not None:
+                self.on_stop()
+
+    def finish(self, observe_batches: bool) -> int:
+        """Final counts (trickle after the stop goes to totals only); returns games finished."""
+        self.update()
+        if observe_batches:
+            end = self.hist_end if self.hist_end is not None else self.tally.sum(axis=0)[TALLY_WIDTH:]
+            start = self.hist_start if self.hist_start is not None else np.zeros_like(end)
+            for size, count in enumerate((end - start).tolist()):
+                if size and count:
+                    self.probe.observe("batch", size, count)
+        self.probe.set("first_player_wins", int(self.reported[FIRST_WINS]))
+        self.probe.set("second_player_wins", int(self.reported[SECOND_WINS]))
+        self.probe.set("draws", int(self.reported[DRAWS]))
+        return int(self.reported[GAMES])
+
+    def report_work(self) -> None:
+        if self.probe.target_work is not None:
+            self.probe.work(requested=self.probe.target_work, done=int(self.reported[GAMES]))
+
+
+def supervise(probe: Probe, accounting: Accounting, wait: Callable[[float], None], finished: Callable[[], bool]):
+    """Main loop: counters and the stop signal every ~50 ms until stopped or all done."""
+    while True:
+        stop = probe.should_stop()
+        if not stop and finished():
+            accounting.update()  # the last of the fixed work belongs to the window ...
+            probe.stop()  # ... and shutting down counts in no rate
+            stop = True
+        accounting.update()
+        if stop:
+            return
+        wait(POLL_S)
+
+
+def observe_server_stats(probe: Probe, stats: dict) -> None:
+    """An inference server's recorded batches and waits (measured window only) as observations."""
+    for size, count in stats["batch_hist"].items():
+        probe.observe("batch", size, count)
+    waits, counts = np.unique(np.round(stats["waits_ms"].astype(np.float64), 2), return_counts=True)
+    for wait_ms, count in zip(waits.tolist(), counts.tolist(), strict=True):
+        probe.observe("wait_ms", wait_ms, count)
