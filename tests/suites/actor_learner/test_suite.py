@@ -41,7 +41,10 @@ def test_throttled_learners_train_at_most_once_per_batch_of_new_transitions() ->
     metrics = run(Probe(), backend="processes", wait="poll", throttle=True, **TINY)
     assert 0 < metrics["replay_ratio"] <= 1.0
     assert metrics["updates"] <= metrics["env_steps"] // TINY["batch_size"]
-    assert metrics["wait_s"] > 0 and metrics["learner_wait_cpu_s"] >= 0
+    # No `wait_s > 0` here: the tiny actor may finish before a learner first looks for data,
+    # and a learner behind the actor never waits; the ratio checks above are what throttling
+    # guarantees. Waiting itself is held to its CPU cost by the BUSY_WAIT tests.
+    assert metrics["wait_s"] >= 0 and metrics["learner_wait_cpu_s"] >= 0
 
 
 def test_duration_mode_runs_until_told_to_stop_and_requests_what_it_did() -> None:
