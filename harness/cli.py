@@ -66,7 +66,7 @@ SteadyMaxOpt = typer.Option(None, "--steady-max", help="the most an automatic wa
 TargetOpt = typer.Option(
     None, "--target", help="run each cell until a quality target is met, e.g. accuracy>=0.9 (quality metrics: harness suites)"
 )
-TargetEveryOpt = typer.Option(None, "--target-every", help="measured seconds between quality checks (default 1)")
+TargetEveryOpt = typer.Option(None, "--target-every", help="measured seconds between quality checks (default 0.5)")
 WorkOpt = typer.Option(None, "--work", help="fixed work units instead of a duration")
 TimeoutOpt = typer.Option(None, "--timeout", help="deadline per cell in seconds (default warmup+duration+60)")
 OutOpt = typer.Option(DEFAULT_RESULTS, "--out", help="directory that receives run directories")

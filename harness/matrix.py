@@ -168,6 +168,8 @@ def apply_overrides(spec: Spec, ov: Overrides) -> Spec:
         raise UserError("nothing to run: give a spec with [[matrix]] entries, or --suite NAME")
     budget = {k: getattr(ov, k) for k in BUDGET_KEYS}
     budget = {k: v for k, v in budget.items() if v is not None}
+    if ov.target is not None and ov.work is None:
+        budget["work"] = None  # a target on the command line replaces the spec's fixed work
     new_entries = []
     for entry in entries:
         params = dict(entry.params)

@@ -212,7 +212,9 @@ class Probe:
         self._last_check: float | None = None  # active measured time of the last quality check
         self._checks = 0
         self._best: float | None = None
-        self._reached: tuple[float, float] | None = None  # (active seconds, work) when the target was met
+        # (active seconds, work) when the target was met, and the active seconds of the check
+        # before: the target was crossed in between
+        self._reached: tuple[float, float, float] | None = None
 
     # ------------------------------------------------------------------ reporting
     def count(self, name: str, n: float = 1) -> None:
@@ -283,14 +285,14 @@ class Probe:
         if target is None or name != target.metric or self._measure_end is not None:
             return
         now = self._clock()
-        self._last_check = self._active(now)
+        previous, self._last_check = self._last_check, self._active(now)
         self._checks += 1
         if self._best is None or (value < self._best if target.op == "<=" else value > self._best):
             self._best = value
         if target.met(value):
             counter = self._rates[0].counter if self._rates else None
             work = self._counters.get(counter, 0) - self._at_measure_start.get(counter, 0) if counter else 0.0
-            self._reached = (self._last_check, work)
+            self._reached = (self._last_check, work, previous if previous is not None else 0.0)
             self._stop(now)
 
     # ------------------------------------------------------------------ phases
@@ -451,7 +453,7 @@ class Probe:
         if self._best is not None:
             out["target_best"] = self._best
         if self._reached is not None:
-            out["time_to_target_s"], out["work_to_target"] = self._reached
+            out["time_to_target_s"], out["work_to_target"], out["time_to_target_low_s"] = self._reached
         else:
             seen = f"best {target.metric} {self._best:.4g} in {self._checks} checks" if self._checks else (
                 f"the suite never reported {target.metric}"

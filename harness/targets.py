@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 _FORM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=)\s*([-+0-9.eE]+)\s*$")
-DEFAULT_EVERY_S = 1.0  # measured seconds between quality checks
+DEFAULT_EVERY_S = 0.5  # measured seconds between quality checks: the resolution of time to target
 DEFAULT_CAP_S = 120.0  # a cell with a target runs at most this long unless --duration says
 
 

@@ -94,8 +94,10 @@ def learner_main(
     stats: LearnerStats,
     data_ready: Any,
     stop: Any,
+    running: Any = None,
 ) -> None:
-    """A learner process: train whenever allowed, wait (poll or event) otherwise, until `stop`."""
+    """A learner process: train whenever allowed, wait (poll or event) otherwise, until `stop`;
+    hold still while `running` (an Event) is cleared: the actor is evaluating the agents."""
     import torch
 
     torch.set_num_threads(1)  # 2 cores, 1 + agents processes: intra-op threads only oversubscribe
@@ -114,6 +116,9 @@ def learner_main(
 
     try:
         while not stop.is_set():
+            if running is not None and not running.is_set():
+                running.wait(0.1)  # blocks: a held learner neither trains nor burns CPU
+                continue
             if not ready():
                 wait_started, wait_cpu = time.perf_counter(), time.process_time()
                 while not ready() and not stop.is_set():

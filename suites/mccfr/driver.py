@@ -122,6 +122,18 @@ def run_mccfr(params: Any, probe: Probe) -> Solution:
         for batch, shares in enumerate(batches):
             if probe.target_work is not None:
                 probe.should_stop()  # never True in work mode; it moves warm-up to measure
+            if probe.quality_due():
+                # merge what is in flight first: the check judges every batch asked for so far,
+                # and no worker computes during the evaluation the probe leaves out of the window
+                for _ in range(in_flight):
+                    account(backend.collect())
+                in_flight = 0
+                with probe.evaluating():
+                    conv = nash_conv(game, np.array(backend.avg, copy=True))
+                probe.quality("nash_conv", conv)
+                probe.quality("exploitability", conv / 2.0)
+                if probe.should_stop():
+                    break
             if in_flight == depth:
                 account(backend.collect())
                 in_flight -= 1

@@ -15,9 +15,10 @@ import numpy as np
 from suites.selfplay.connect4 import Board
 from suites.selfplay.mcts import MCTS, Evaluator, SearchConfig, choose_move
 
-# columns of a tally row
-GAMES, MOVES, NN_EVALS, FIRST_WINS, SECOND_WINS, DRAWS = range(6)
-TALLY_WIDTH = 6
+# columns of a tally row; MOVES_IN_GAMES adds each finished game's moves when it ends, so
+# the mean game length (and games/s from moves/s, in a window too short for games) is known
+GAMES, MOVES, NN_EVALS, FIRST_WINS, SECOND_WINS, DRAWS, MOVES_IN_GAMES = range(7)
+TALLY_WIDTH = 7
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ def play_game(
     result = board.result()
     assert result is not None
     tally[GAMES] += 1
+    tally[MOVES_IN_GAMES] += board.moves
     tally[{1: FIRST_WINS, -1: SECOND_WINS, 0: DRAWS}[result]] += 1
     return result
 

@@ -100,3 +100,9 @@ def test_targets_name_a_declared_quality_metric_the_right_way(target, extra, wor
         return
     with pytest.raises(UserError, match=words.replace("(", r"\(")):
         expand(apply_overrides(Spec(), overrides))
+
+
+def test_a_target_on_the_command_line_replaces_the_specs_fixed_work():
+    spec = Spec.model_validate({"work": 1000, "matrix": [{"suite": "mccfr", "work": 500, "params": {}}]})
+    (cell,) = expand(apply_overrides(spec, Overrides(target="nash_conv<=0.1")))
+    assert cell.work is None and cell.target == "nash_conv<=0.1" and cell.duration == 120.0

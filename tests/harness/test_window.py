@@ -117,7 +117,9 @@ def test_no_completion_in_the_window_is_a_warning_and_an_invalid_rate():
 
 def test_time_to_target_excludes_quality_checks_and_stops_the_cell():
     clock = FakeClock()
-    probe = Probe(duration_s=60, clock=clock, target=Target.parse("nash_conv<=0.1"), rates=(Rate("iterations"),))
+    probe = Probe(
+        duration_s=60, clock=clock, target=Target.parse("nash_conv<=0.1"), target_every_s=1.0, rates=(Rate("iterations"),)
+    )
     probe.phase("warmup")  # a target measures the whole run: no warm-up
     value, checks = 1.0, 0
     while not probe.should_stop():
@@ -134,12 +136,13 @@ def test_time_to_target_excludes_quality_checks_and_stops_the_cell():
     assert metrics["nash_conv"] == 0.0625 and metrics["target"] == "nash_conv<=0.1"
     assert metrics["quality_eval_s"] == pytest.approx(1.0)
     assert metrics["time_to_target_s"] == pytest.approx(3.5) == metrics["measure_s"]
+    assert metrics["time_to_target_low_s"] == pytest.approx(2.5)  # the check before: crossed in between
     assert metrics["work_to_target"] == 350
 
 
 def test_a_target_not_reached_within_the_cap_is_said():
     clock = FakeClock()
-    probe = Probe(duration_s=3, clock=clock, target=Target.parse("mean_return>=100"))
+    probe = Probe(duration_s=3, clock=clock, target=Target.parse("mean_return>=100"), target_every_s=1.0)
     probe.phase("warmup")
     while not probe.should_stop():
         clock.t += 1

@@ -3,12 +3,13 @@
 `build_shared` makes the weight board, the learners' statistics and one replay ring per
 agent (in shared memory from `ctx`); `epochs` is the actor's collection loop; `Funnel`
 turns the learners' statistics into probe counters; `clock_starts` opens the warm-up or
-the measured window once everything is up.
+the measured window once everything is up; `check_quality` evaluates the agents when a
+quality target (`--target mean_return>=100`) asks for a check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,26 @@ def clock_starts(plan: Plan, probe: Probe) -> None:
     """Duration mode: warm-up starts once everything is up. Fixed work: the measured window
     starts now, so rates leave out imports and set-up (the driver held the probe in warm-up)."""
     probe.phase("warmup" if plan.remaining is None else "measure")
+
+
+def check_quality(params: Params, actor: Actor, probe: Probe, pause: Callable[[bool], None] | None = None) -> None:
+    """A quality check when the probe's target asks for one: the mean greedy return of the
+    agents' latest published weights, learners held still meanwhile (`pause`), so the time
+    the probe leaves out of the window is nobody's training time."""
+    from suites.actor_learner.actor import evaluate
+
+    if not probe.quality_due():
+        return
+    with probe.evaluating():
+        if pause is not None:
+            pause(True)
+        try:
+            actor.refresh()
+            value = evaluate(actor.policy, actor.agents, max(1, params.eval_episodes), params.seed)
+        finally:
+            if pause is not None:
+                pause(False)
+    probe.quality("mean_return", value)
 
 
 def epochs(plan: Plan, actor: Actor, rings: list[ReplayRing], probe: Probe) -> Iterator[np.ndarray]:

@@ -15,7 +15,7 @@ import numpy as np
 from harness.probe import Probe
 from suites.actor_learner.actor import Actor
 from suites.actor_learner.backends.base import Backend, Plan, Result
-from suites.actor_learner.backends.plumbing import Funnel, build_shared, clock_starts, epochs
+from suites.actor_learner.backends.plumbing import Funnel, build_shared, check_quality, clock_starts, epochs
 from suites.actor_learner.doorbell import bell
 from suites.actor_learner.learner import UPDATES, learner_main
 from suites.actor_learner.params import Params
@@ -45,10 +45,12 @@ class ProcessesBackend(Backend):
         funnel = Funnel(probe, stats)
         data_ready = [bell(params.wait, ctx) for _ in range(plan.agents)]
         stop = ctx.Event()
+        running = ctx.Event()  # cleared while the actor evaluates a quality check
+        running.set()
         workers = [
             ctx.Process(
                 target=learner_main,
-                args=(agent, params, rings[agent], board, stats, data_ready[agent], stop),
+                args=(agent, params, rings[agent], board, stats, data_ready[agent], stop, running),
                 name=f"actor_learner-learner-{agent}",
                 daemon=True,
             )
@@ -81,7 +83,9 @@ class ProcessesBackend(Backend):
                     if worker.exitcode is not None:
                         raise RuntimeError(f"learner {agent} exited early with code {worker.exitcode}")
                 funnel.flush()
+                check_quality(params, actor, probe, lambda hold: running.clear() if hold else running.set())
             stop.set()
+            running.set()
             for ringer in data_ready:
                 ringer.ring()
             for agent, worker in enumerate(workers):
@@ -92,6 +96,7 @@ class ProcessesBackend(Backend):
             if main_cores is not None:
                 os.sched_setaffinity(0, main_cores)
             stop.set()
+            running.set()
             for ringer in data_ready:
                 ringer.ring()
             for worker in workers:

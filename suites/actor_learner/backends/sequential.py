@@ -8,7 +8,7 @@ import time
 from harness.probe import Probe
 from suites.actor_learner.actor import Actor
 from suites.actor_learner.backends.base import Backend, Plan, Result
-from suites.actor_learner.backends.plumbing import Funnel, build_shared, clock_starts, epochs
+from suites.actor_learner.backends.plumbing import Funnel, build_shared, check_quality, clock_starts, epochs
 from suites.actor_learner.learner import ALIVE_S, CPU_S, UPDATES, Trainer
 from suites.actor_learner.params import Params
 
@@ -32,6 +32,7 @@ class SequentialBackend(Backend):
                     trainer.row[ALIVE_S] += time.perf_counter() - t0
                     trainer.row[CPU_S] += time.process_time() - c0
             funnel.flush()
+            check_quality(params, actor, probe)
         for trainer in trainers:
             trainer.publish()
         funnel.flush()

@@ -15,7 +15,19 @@ import numpy as np
 
 from harness.probe import Probe
 from suites.selfplay.backends.base import POLL_S
-from suites.selfplay.play import DRAWS, FIRST_WINS, GAMES, MOVES, NN_EVALS, SECOND_WINS, TALLY_WIDTH
+from suites.selfplay.play import (
+    DRAWS,
+    FIRST_WINS,
+    GAMES,
+    MOVES,
+    MOVES_IN_GAMES,
+    NN_EVALS,
+    SECOND_WINS,
+    TALLY_WIDTH,
+)
+
+# tally column -> probe counter; moves_in_games lets the harness estimate games/s from moves
+COUNTERS = (("games", GAMES), ("moves", MOVES), ("nn_evals", NN_EVALS), ("moves_in_games", MOVES_IN_GAMES))
 
 
 class Accounting:
@@ -35,13 +47,13 @@ class Accounting:
         self.reported = np.zeros(TALLY_WIDTH, dtype=np.int64)
         self.hist_start: np.ndarray | None = None
         self.hist_end: np.ndarray | None = None
-        for name in ("games", "moves", "nn_evals"):  # present (and 0) even if no game ends
+        for name, _ in COUNTERS:  # present (and 0) even if no game ends
             probe.count(name, 0)
 
     def update(self) -> None:
         totals = self.tally.sum(axis=0)
         delta = totals[:TALLY_WIDTH] - self.reported
-        for name, column in (("games", GAMES), ("moves", MOVES), ("nn_evals", NN_EVALS)):
+        for name, column in COUNTERS:
             if delta[column]:
                 self.probe.count(name, int(delta[column]))
         self.reported += delta
