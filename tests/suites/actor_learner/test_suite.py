@@ -150,3 +150,31 @@ def test_an_event_bell_rechecks_readiness_after_clearing() -> None:
     assert bell.wait(0.01, lambda: True) is True
     bell.ring()
     assert bell.wait(0.01, lambda: False) is False
+
+
+@pytest.mark.parametrize("backend", ["sequential", "processes"])
+def test_a_return_target_is_checked_with_learners_held_still(backend: str) -> None:
+    from harness.targets import Target
+
+    probe = Probe(duration_s=30, target=Target.parse("mean_return>=9"), target_every_s=0.1, rates=SUITE.words.rates)
+    metrics = run(probe, backend=backend, **{**TINY, "epochs": 1})
+    assert metrics["target_reached"] == 1 and metrics["quality_checks"] >= 1  # random play scores ~20
+    assert metrics["time_to_target_s"] == pytest.approx(metrics["measure_s"]) and metrics["quality_eval_s"] > 0
+
+
+def test_a_quality_check_pauses_the_learners_around_the_evaluation() -> None:
+    from harness.targets import Target
+    from suites.actor_learner.backends.plumbing import check_quality
+
+    calls = []
+
+    class Actor:
+        agents, policy = 1, None
+
+        def refresh(self) -> None:
+            calls.append("evaluate")
+
+    probe = Probe(duration_s=5, target=Target.parse("mean_return>=1000"))
+    probe.phase("measure")
+    check_quality(SUITE.params(**TINY), Actor(), probe, calls.append)
+    assert calls == [True, "evaluate", False] and probe.finish()["quality_checks"] == 1

@@ -76,3 +76,19 @@ def test_sequential_warns_about_ignored_workers():
     probe = Probe(target_work=10)
     SUITE.run(Params(game="kuhn", workers=4), probe)
     assert any("ignored" in w for w in probe.warnings)
+
+
+@pytest.mark.parametrize(("backend", "workers", "staleness"), [("sequential", 1, 1), ("processes", 2, 2)])
+def test_a_nashconv_target_is_met_and_timed_on_merged_tables(backend, workers, staleness):
+    from harness.targets import Target
+
+    probe = Probe(duration_s=60, target=Target.parse("nash_conv<=0.2"), target_every_s=0.05, rates=SUITE.words.rates)
+    SUITE.run(
+        Params(game="kuhn", backend=backend, workers=workers, staleness=staleness, batch_size=200, sync="delta"), probe
+    )
+    m = probe.finish()
+    assert m["target_reached"] == 1 and m["quality_checks"] >= 2
+    assert 0 <= m["time_to_target_low_s"] < m["time_to_target_s"] == pytest.approx(m["measure_s"])
+    assert m["work_to_target"] > 0 and m["work_to_target"] % 200 == 0  # whole batches, all merged
+    assert m["quality_eval_s"] > 0
+    assert mp.active_children() == []

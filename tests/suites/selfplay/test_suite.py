@@ -103,3 +103,14 @@ def test_no_process_outlives_a_server_run():
     # multiprocessing's resource tracker is shared by the whole interpreter; nothing else may stay
     leftovers = [p for p in children if "resource_tracker" not in " ".join(p.cmdline())]
     assert leftovers == []
+
+
+def test_moves_of_finished_games_give_the_mean_game_length():
+    probe = Probe(target_work=6, rates=SUITE.words.rates)
+    metrics = run(probe, backend="threads", workers=2, **TINY)
+    assert 7 * 6 <= metrics["moves_in_games"] <= metrics["moves"] <= 42 * 6
+    assert "games_length_mean" not in metrics  # fewer than 10 games: too few to trust a mean length
+    probe = Probe(target_work=12, rates=SUITE.words.rates)
+    metrics = run(probe, backend="threads", workers=2, **TINY)
+    assert metrics["games_length_mean"] == metrics["moves_in_games"] / 12
+    assert metrics["games_per_s"] == pytest.approx(metrics["moves_per_s"] / metrics["games_length_mean"])
