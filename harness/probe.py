@@ -76,6 +76,9 @@ class Suite:
     `run` should import its heavy modules (torch) lazily, so that listing suites and
     starting worker processes that need no network stays cheap. `vocabulary` says what
     its numbers mean (harness.vocabulary); `words` is it with conventions filled in.
+    `watch=True` asks the runner to put the outside-in instruments of `harness watch`
+    (sampled stacks, pipe traffic, the torch hook, rates in the log) over every cell: for a
+    suite that launches a program it does not control and so cannot report from inside.
     """
 
     name: str
@@ -84,6 +87,7 @@ class Suite:
     run: Callable[[Any, Probe], None]
     resources: Callable[[Any], Resources] | None = None
     vocabulary: Vocabulary = EMPTY
+    watch: bool = False
 
     @cached_property
     def words(self) -> Vocabulary:
