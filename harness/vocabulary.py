@@ -62,8 +62,8 @@ SIGNALS: dict[str, str] = {
     "reuse_ratio": "value: items consumed per item produced (a learner's samples per env step)",
     "consumer_cpu_s": "value: CPU seconds of the consuming processes (learners)",
     "producer_cpu_s": "value: CPU seconds of the producing process (the actor)",
-    "sleep_share": "value: share of a process's sampled thread time spent in sleep() (the process whose sleeps wake it most)",
-    "wakeups_hz": "value: that process's voluntary context switches per second, all threads (wake-ups)",
+    "sleep_share": "value: share of a thread's sampled time spent in sleep() (the thread whose sleeps wake it most)",
+    "wakeups_hz": "value: that thread's voluntary context switches per second (wake-ups)",
     "ipc_share": "value: share of busy thread time spent (un)pickling and sending, over the last third of the run (the role where it is largest)",
     "ipc_share_growth": "value: ipc_share over the last third divided by that over the first third",
     "write_size_growth": "value: bytes per write call over the last third / the first third (the process that writes the most)",
@@ -71,6 +71,7 @@ SIGNALS: dict[str, str] = {
     "gil_threads": "value: threads of that process that wanted a CPU, on average",
     "gil_cpu_cores": "value: that process's CPU use, in cores",
     "worker_cpu_pct": "value: {pid: % of one core} of each worker process",
+    "worker_wait_pct": "value: {pid: % of its sampled thread time} each worker spent blocked or asleep",
     "main_cpu_pct": "value: % of one core used by the program's processes that are not workers",
     "gpu_asked": "value: 1 when the program asked for a GPU (its command line names cuda), else 0",
 }

@@ -268,7 +268,7 @@ class StacksMonitor:
         }
         if ran > 0:
             metrics["stacks_cpu_pct"] = 100.0 * (cpu_s + self._own_cpu_s) / ran
-            metrics["stacks_samples_per_s"] = metrics["stacks_samples"] / ran
+            metrics["stacks_sample_hz"] = metrics["stacks_samples"] / ran
         if self.unsampled:
             metrics["stacks_unsampled"] = {str(pid): why for pid, why in sorted(self.unsampled.items())}
         if self.reason:

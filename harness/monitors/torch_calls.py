@@ -13,13 +13,15 @@ saw, where two or more threads shared it; or the limit the user gave), `worker_d
 ({pid: the device most of its calls ran on}), torch_calls, torch_processes, torch_modules
 ({class: calls}), torch_shared_threads_max, and the hook's own cost: torch_hook_s (time
 spent in the wrapper, all processes) and torch_hook_us_per_call. Series: torch_calls and
-torch_batch_mean per second.
+torch_batch_mean per second. Calls made in the last FLUSH_WAIT_S before the program is ended
+may be missing (the hook writes at most every half second).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,10 @@ from harness.monitors.base import MonitorResult
 HOOK_DIR = str(Path(__file__).resolve().parent.parent / "watch" / "hook")
 ENV_DIR = "HARNESS_WATCH_TORCH_DIR"
 HIST_MAX_DISTINCT = 512
+# The hook flushes at most every 0.5 s (sitecustomize.FLUSH_S) and only when called; the
+# program is ended after the monitors stop (SIGTERM runs no atexit), so the monitor waits
+# one flush before reading.
+FLUSH_WAIT_S = 0.6
 
 
 def hook_env(env: dict[str, str], side_dir: Path) -> dict[str, str]:
@@ -98,6 +104,8 @@ class TorchCallsMonitor:
         if not self.enabled:
             metrics["torch_reason"] = self.reason or "the torch hook was off"
             return MonitorResult(metrics=metrics)
+        if any(self.side_dir.glob("torch-*.jsonl")):
+            time.sleep(FLUSH_WAIT_S)  # every calling process flushes what it counted up to now
         lines = []
         for path in sorted(self.side_dir.glob("torch-*.jsonl")):
             for text in path.read_text(errors="replace").splitlines():

@@ -7,9 +7,11 @@ knows which: /proc/PID/task/TID/schedstat counts the time each thread ran and th
 sat runnable in the run queue. Busy stack time the kernel neither ran nor queued was spent
 asleep on the GIL's condition variable, so, in processes where two or more Python threads
 are busy in the same bin, that part moves from the busy categories to `gil_wait` (a thread
-alone cannot be waiting for a GIL nobody else wants; page faults and blocking reads made
-from a busy line land there too, which is rare in the loops this is for). Time a thread was
-runnable but off the CPU counts as busy: that is the machine's shortage, not the GIL.
+alone cannot be waiting for a GIL nobody else wants). A GIL waiter wakes every switch
+interval to ask for it, so only as much of that time as the thread's voluntary wake-ups
+explain is GIL time; the rest was a blocking C call the classifier did not recognise and
+goes to `blocked`. Time a thread was runnable but off the CPU counts as busy: that is the
+machine's shortage, not the GIL.
 """
 
 from __future__ import annotations
@@ -20,12 +22,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.watch.chrometrace import ThreadTimeline
-from harness.watch.classify import BUSY, CATEGORIES, GIL_WAIT
+from harness.watch.classify import BLOCKED, BUSY, CATEGORIES, GIL_WAIT
 
 MAX_BINS = 120
 INDEX = {name: i for i, name in enumerate(CATEGORIES)}
 _BUSY = [INDEX[c] for c in BUSY]
 MIN_BUSY_S = 0.02  # a thread busier than this in a bin competes for the GIL
+MIN_SPANNED = 0.25  # share of a bin /proc's samples of a thread must span to judge it
+# CPython's GIL waiters time out every switch interval (sys.getswitchinterval(), 5 ms) and
+# wake; one wake-up accounts for at most this much waiting (twice the interval, for slack).
+SECONDS_PER_GIL_WAKEUP = 0.010
 
 
 @dataclass
@@ -99,16 +105,25 @@ def build(
     return out
 
 
-def _on_cpu(edges: np.ndarray, samples: list[tuple[float, float, float, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Seconds run or runnable per bin, and the mask of bins the samples cover."""
+def _on_cpu(
+    edges: np.ndarray, samples: list[tuple[float, float, float, int]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Seconds run or runnable per bin, voluntary switches per bin, and how much of each
+    bin the samples span."""
     walls = np.array([s[0] for s in samples])
     cumulative = np.array([s[1] + s[2] for s in samples])
-    at = np.interp(edges, walls, cumulative)
-    known = (edges[:-1] >= walls[0] - 1e-6) & (edges[1:] <= walls[-1] + 1e-6)
-    return np.diff(at), known
+    switches = np.array([float(s[3]) for s in samples])
+    at = np.interp(edges, walls, cumulative)  # flat outside the samples: nothing counted there
+    woke = np.interp(edges, walls, switches)
+    spanned = np.clip(np.minimum(edges[1:], walls[-1]) - np.maximum(edges[:-1], walls[0]), 0.0, None)
+    return np.diff(at), np.diff(woke), spanned
 
 
 def _split_gil(out: Breakdown, sched: Mapping[tuple[int, int], list[tuple[float, float, float, int]]]) -> None:
+    """Per bin: the share of a thread's stack time that was busy, against the share of the
+    time /proc's samples say it ran or was runnable; the busy time beyond that waited for
+    the GIL. Both are rates, so a recorder that started late or /proc samples that span
+    only part of a bin still compare (at least MIN_SPANNED of the bin)."""
     widths = np.diff(out.edges)
     by_pid: dict[int, list[tuple[int, int]]] = {}
     for key in out.threads:
@@ -122,15 +137,23 @@ def _split_gil(out: Breakdown, sched: Mapping[tuple[int, int], list[tuple[float,
             if not samples or len(samples) < 2:
                 continue
             arr = out.threads[key]
-            on_cpu, known = _on_cpu(out.edges, samples)
+            on_cpu, woke, spanned = _on_cpu(out.edges, samples)
             covered = arr.sum(axis=1)
             busy = arr[:, _BUSY].sum(axis=1)
-            expected = on_cpu * np.clip(covered / widths, 0.0, 1.0)
-            gil = np.clip(busy - expected, 0.0, busy)
-            gil[~known | (busy_threads < 2)] = 0.0
-            scale = np.divide(busy - gil, busy, out=np.ones_like(busy), where=busy > 0)
+            busy_rate = np.divide(busy, covered, out=np.zeros_like(busy), where=covered > 0)
+            cpu_rate = np.divide(on_cpu, spanned, out=np.zeros_like(on_cpu), where=spanned > 0)
+            waiting = np.clip(1.0 - np.divide(cpu_rate, busy_rate, out=np.ones_like(busy), where=busy_rate > 0), 0.0, 1.0)
+            idle = busy * waiting
+            idle[(spanned < MIN_SPANNED * widths) | (busy_threads < 2)] = 0.0
+            # A GIL waiter wakes every switch interval (5 ms) to ask for it; a thread asleep
+            # in a C call the classifier did not know (SimpleQueue.get via iter(), os.read)
+            # does not: what its wake-ups cannot explain was blocked, not GIL time.
+            woke_in_stacks = woke * np.clip(covered / np.maximum(spanned, 1e-9), 0.0, 1.0)
+            gil = np.minimum(idle, woke_in_stacks * SECONDS_PER_GIL_WAKEUP)
+            scale = np.divide(busy - idle, busy, out=np.ones_like(busy), where=busy > 0)
             arr[:, _BUSY] *= scale[:, None]
             arr[:, INDEX[GIL_WAIT]] += gil
+            arr[:, INDEX[BLOCKED]] += idle - gil
 
 
 def shares(arr: np.ndarray) -> dict[str, float]:

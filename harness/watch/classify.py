@@ -47,7 +47,7 @@ _IPC_LINE = re.compile(r"\b(dumps|loads)\s*\(|\bpickle\.(dump|load)\s*\(|\.(dump
 _BLOCKING_LINE = re.compile(
     r"\.(acquire|wait|recv|recv_into|recvfrom|recv_bytes|accept|communicate|poll)\s*\("
     r"|\bselect\s*\(|\bwaitpid\s*\(|\bos\.wait\s*\("
-    r"|\.get\s*\(\s*(\)|block|timeout|True)"
+    r"|\.get\s*\(\s*(\)|block|timeout|True)|\biter\(\s*[\w.]+\.get\s*,"
     r"|^\s*with\s+[\w.\[\]]*(lock|mutex|cond|sem)\w*\s*:",
     re.IGNORECASE,
 )
@@ -83,10 +83,15 @@ def source_line(filename: str, line: int) -> str:
     return linecache.getline(filename, line).strip()
 
 
+def _function(name: str) -> str:
+    """py-spy names methods `Class.method`; the tables list bare function names."""
+    return name.rpartition(".")[2]
+
+
 def _blocking_frame(frame: Frame) -> bool:
     for suffix, names in _BLOCKING_FUNCS.items():
         if frame.filename.endswith(suffix):
-            return names is None or frame.name in names
+            return names is None or _function(frame.name) in names
     return False
 
 
@@ -104,7 +109,7 @@ def classify(frames: Sequence[Frame], line_of=source_line) -> str:
     for frame, path in zip(frames, files, strict=True):
         if path.endswith(_IPC_FILES):
             return IPC
-        if path.endswith("/multiprocessing/connection.py") and frame.name in _SEND:
+        if path.endswith("/multiprocessing/connection.py") and _function(frame.name) in _SEND:
             return IPC
     if _IPC_LINE.search(text):
         return IPC
@@ -120,6 +125,6 @@ def entry_function(frames: Sequence[Frame]) -> str | None:
     `BaseProcess.run` calls (its target; `worker` for a Pool), else the outermost frame's
     function. Processes that share it share a role (workers)."""
     for i, frame in enumerate(frames):
-        if frame.name.endswith("run") and frame.filename.replace(os.sep, "/").endswith("/multiprocessing/process.py"):
+        if _function(frame.name) == "run" and frame.filename.replace(os.sep, "/").endswith("/multiprocessing/process.py"):
             return frames[i - 1].name if i > 0 else None
     return frames[-1].name if frames else None

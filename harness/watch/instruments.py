@@ -85,6 +85,17 @@ class Instruments:
             metrics.update(result.metrics)
             series += result.series
             processes.update(result.processes)
+        try:
+            found, rows = self._combine()
+        except Exception as exc:  # noqa: BLE001 - what the parts measured must still reach the record
+            found, rows = {"watch_error": f"the breakdown failed: {type(exc).__name__}: {exc}"}, []
+        metrics.update(found)
+        series += rows
+        metrics.update(self._cost(metrics))
+        return MonitorResult(metrics=metrics, series=series, processes=processes)
+
+    def _combine(self) -> tuple[dict[str, Any], list[tuple[float, str, float]]]:
+        """Stacks, /proc and roles -> where the time went and the generic signals."""
         timelines = self._timelines()
         entries = _entries(timelines)
         procs = self.procstat.procs
@@ -93,11 +104,7 @@ class Instruments:
         edges = breakdown.bin_edges(self._started, self._ended)
         sched = {key: t.samples for key, t in self.procstat.threads.items()}
         where = breakdown.build(edges, timelines, sched)
-        found, rows = signals.collect(where, procs, assigned, timelines, entries, self.program)
-        metrics.update(found)
-        series += rows
-        metrics.update(self._cost(metrics))
-        return MonitorResult(metrics=metrics, series=series, processes=processes)
+        return signals.collect(where, procs, assigned, timelines, entries, sched, self.program)
 
     def window(self) -> float:
         """Seconds the instruments watched (start to stop)."""

@@ -20,7 +20,7 @@ import numpy as np
 from harness.monitors.procstat import ProcInfo
 from harness.watch.breakdown import INDEX, Breakdown, shares
 from harness.watch.chrometrace import ThreadTimeline
-from harness.watch.classify import BUSY, CATEGORIES, GIL_WAIT, IPC, SLEEP
+from harness.watch.classify import BLOCKED, BUSY, CATEGORIES, GIL_WAIT, IPC, SLEEP
 from harness.watch.roles import IGNORED, MAIN, WORKERS
 
 PROCESS_TABLE_MAX = 64
@@ -28,6 +28,7 @@ MIN_THIRD_BUSY_S = 0.2  # busy seconds a role needs in the first and last third 
 MIN_GIL_BUSY_S = 0.5
 _CUDA = re.compile(r"\bcuda(:\d+)?\b", re.IGNORECASE)
 _BUSY_COLS = [INDEX[c] for c in (*BUSY, GIL_WAIT)]
+_WAIT_COLS = [INDEX[c] for c in (SLEEP, BLOCKED)]
 
 
 def _rates(info: ProcInfo) -> dict[str, float]:
@@ -89,9 +90,11 @@ def collect(
     roles: Mapping[int, str],
     timelines: Sequence[ThreadTimeline],
     entries: Mapping[int, str | None],
+    threads: Mapping[tuple[int, int], list[tuple[float, float, float, int]]],
     program: Sequence[str] | None = None,
 ) -> tuple[dict[str, Any], list[tuple[float, str, float]]]:
-    """(metrics, series) from everything the instruments saw."""
+    """(metrics, series) from everything the instruments saw; `threads` is /proc's
+    per-thread samples, (pid, tid) -> [(wall, run_s, runq_s, voluntary switches)]."""
     metrics: dict[str, Any] = {}
     by_pid: dict[int, list[ThreadTimeline]] = {}
     for line in timelines:
@@ -129,18 +132,20 @@ def collect(
     # ------------------------------------------------------------ signals
     program_pids = [p for p in procs if roles.get(p) not in IGNORED]
     sleepy = []
-    for pid in program_pids:
-        arr = breakdown.process(pid)
-        total = arr.sum()
-        if total > 0 and "wakeups_hz" in rates[pid]:
-            share = float(arr[:, INDEX[SLEEP]].sum() / total)
-            sleepy.append((share * rates[pid]["wakeups_hz"], share, pid))
+    in_program = set(program_pids)
+    for (pid, tid), arr in breakdown.threads.items():
+        samples = threads.get((pid, tid)) or []
+        if pid not in in_program or arr.sum() <= 0 or len(samples) < 2 or samples[-1][0] <= samples[0][0]:
+            continue
+        share = float(arr[:, INDEX[SLEEP]].sum() / arr.sum())
+        wakeups = (samples[-1][3] - samples[0][3]) / (samples[-1][0] - samples[0][0])
+        sleepy.append((share * wakeups, share, wakeups, pid, tid))
     if sleepy:
-        _, share, pid = max(sleepy)
+        _, share, wakeups, pid, tid = max(sleepy)
         metrics["sleep_share"] = share
-        metrics["wakeups_hz"] = rates[pid]["wakeups_hz"]
-        metrics["sleep_process"] = f"pid {pid} ({roles.get(pid)})"
-        site = _top_sites(by_pid.get(pid, [])).get(SLEEP)
+        metrics["wakeups_hz"] = wakeups
+        metrics["sleep_process"] = f"pid {pid} ({roles.get(pid)}), thread {breakdown.names.get((pid, tid), tid)}"
+        site = _top_sites([line for line in by_pid.get(pid, []) if line.tid == tid]).get(SLEEP)
         if site:
             metrics["sleep_site"] = site
 
@@ -192,6 +197,13 @@ def collect(
     workers = [p for p in program_pids if roles.get(p) == WORKERS and "cpu_cores" in rates[p]]
     if workers:
         metrics["worker_cpu_pct"] = {str(p): round(100.0 * rates[p]["cpu_cores"], 2) for p in workers}
+        waiting = {}
+        for p in workers:
+            arr = breakdown.process(p)
+            if arr.sum() > 0:
+                waiting[str(p)] = round(100.0 * float(arr[:, _WAIT_COLS].sum() / arr.sum()), 1)
+        if waiting:
+            metrics["worker_wait_pct"] = waiting
         metrics["main_cpu_pct"] = 100.0 * sum(
             rates[p].get("cpu_cores", 0.0) for p in program_pids if roles.get(p) != WORKERS
         )

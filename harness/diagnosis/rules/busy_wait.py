@@ -11,9 +11,9 @@ else a generic one):
   SPIN_REUSE_RATIO with `consumer_cpu_s` >= SPIN_CPU_FACTOR x `producer_cpu_s` (learners
   re-training on old samples as fast as they can, starving the actor that feeds them);
 - `sleep`: a sleep-poll loop seen from outside (harness watch): the `sleep_share` signal
-  (share of a process's sampled thread time in sleep()) >= SLEEP_SHARE while that process
-  wakes `wakeups_hz` >= WAKEUPS_HZ times a second (a 1 ms poll wakes about 1000 times; a
-  blocking get wakes once per item).
+  (share of a thread's sampled time in sleep()) >= SLEEP_SHARE while that thread wakes
+  `wakeups_hz` >= WAKEUPS_HZ times a second (a 1 ms poll wakes up to 1000 times; a
+  blocking get wakes once per item, a 0.5 s progress sleep twice).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def _sleep_polling(cell: CellGroup) -> Symptom | None:
     where = cell.first("sleep_process")
     site = cell.first("sleep_site")
     text = (
-        f"{where or 'a process'} sleeps {100 * share:.0f} % of its sampled time and wakes {wakeups:.0f} times a "
+        f"{where or 'a thread'} sleeps {100 * share:.0f} % of its sampled time and wakes {wakeups:.0f} times a "
         f"second{f' (at {site})' if site else ''}: a sleep-poll loop"
     )
     evidence: dict[str, Any] = {share_name: share, wake_name: wakeups}

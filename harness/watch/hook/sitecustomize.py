@@ -8,7 +8,7 @@ in the same thread (a net's layers are not counted, the net is). Its batch is th
 tensor argument's dim 0 (1 for a tensor of fewer than two dims: one item), its device that
 tensor's (or the module's first parameter's, when no tensor is passed). Counts are kept
 in memory and appended as JSON lines to `<dir>/torch-<pid>.jsonl` at most every FLUSH_S
-(on a call) and at exit, so the program pays a dict update per call and a write per
+(on a call) and at exit, so the program pays a dict update per call and two small writes a
 second; the time spent here is measured and written too. A forked child starts with empty
 counts. The sitecustomize this file hides (any other one on sys.path) is run afterwards.
 """
@@ -19,7 +19,7 @@ import os
 import sys
 
 _DIR = os.environ.get("HARNESS_WATCH_TORCH_DIR")
-FLUSH_S = 1.0
+FLUSH_S = 0.5
 MAX_THREADS_TRACKED = 1024
 
 
