@@ -13,7 +13,10 @@ The budget (`budget_hz`, samples per second over the whole tree) is spread evenl
 process gets budget / processes samples per second (between MIN_RATE_HZ and
 MAX_RATE_HZ). A recorder whose rate is more than twice the fair share after the tree has
 grown is restarted at the fair share. When even MIN_RATE_HZ per process exceeds the budget,
-recorders take turns (ROTATE_S each, least-sampled process first). Each recorder's own
+recorders take turns (ROTATE_S each, least-sampled process first). Starting recorders is
+paced too (at most max(2, cores) a second, a burst of as many): 128 processes appearing at
+once on a small machine are covered over a minute instead of costing 8 CPU-seconds in the
+first one; the least-sampled go first, so a sample of the workers is seen early. Each recorder's own
 CPU time is read from the kernel when it is reaped (wait4), so the record states what the
 sampling cost. Recorders die with the harness (PR_SET_PDEATHSIG), and a process py-spy
 cannot read (not Python, no ptrace permission) is listed with the reason.
@@ -38,6 +41,7 @@ import psutil
 from harness.monitors.base import MonitorResult
 from harness.processes import tree
 from harness.pyspy import PTRACE_HINT, py_spy
+from harness.workshare import usable_cores
 
 MIN_RATE_HZ = 1
 MAX_RATE_HZ = 100
@@ -106,6 +110,9 @@ class StacksMonitor:
         self._started = 0.0
         self._stopped = 0.0
         self.reason: str | None = None if self.exe else "py-spy was not found on PATH (pip install py-spy)"
+        self.launch_rate = float(max(2, usable_cores()))
+        self._tokens = self.launch_rate
+        self._last_pass = time.monotonic()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, root_pid: int) -> None:
@@ -175,7 +182,10 @@ class StacksMonitor:
                 rec.stop_at = float("inf")  # asked once; reaped when it has written its file
         waiting = [p for p in live if p.pid not in self._running and self._retry_at.get(p.pid, 0.0) <= now]
         waiting.sort(key=lambda p: self._covered.get(p.pid, 0.0))
-        for proc in waiting[: max(0, slots - len(self._running))]:
+        self._tokens = min(self.launch_rate, self._tokens + (now - self._last_pass) * self.launch_rate)
+        self._last_pass = now
+        for proc in waiting[: max(0, min(slots - len(self._running), int(self._tokens)))]:
+            self._tokens -= 1
             self._launch(proc.pid, fair, now + ROTATE_S if rotating else None)
 
     def _launch(self, pid: int, rate: int, stop_at: float | None) -> None:

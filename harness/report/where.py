@@ -84,24 +84,32 @@ def _cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.3g}"
+        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
     return escape(str(value))
 
 
+HEADS = {"cpu_cores": "cores", "wakeups_hz": "wake-ups/s", "read_mb_s": "read MB/s", "write_mb_s": "write MB/s"}
+
+
 def render(records: list[Record], console: Console) -> None:
-    """The role table and the busiest processes of every watched record."""
+    """The role table and the busiest processes of every watched record (the process table
+    without traffic columns, its last column cut to fit: the HTML report has it all)."""
     for rec in watched(records):
-        for title, (headers, rows) in (
+        headers, rows = process_rows(rec, TERMINAL_PROCESSES)
+        keep = [i for i, h in enumerate(headers) if h not in ("read_mb_s", "write_mb_s")]
+        procs = ([headers[i] for i in keep], [[row[i] for i in keep] for row in rows])
+        count = len(rec.metrics.get("watch_procs") or {})
+        for title, (heads, body) in (
             ("where the time went, per role (% of sampled thread time)", role_rows(rec)),
-            (
-                f"busiest processes (of {len(rec.metrics.get('watch_procs') or {})})",
-                process_rows(rec, TERMINAL_PROCESSES),
-            ),
+            (f"busiest processes (of {count})", procs),
         ):
-            table = Table(title=f"{title}", title_justify="left")
-            for h in headers:
-                table.add_column(h, justify="left" if h in ("role", "entry", "most time at") else "right")
-            for row in rows:
+            table = Table(title=title, title_justify="left")
+            for h in heads:
+                if h == "most time at":
+                    table.add_column(h, no_wrap=True, overflow="ellipsis", max_width=44)
+                else:
+                    table.add_column(HEADS.get(h, h.removesuffix(" %")), justify="left" if h in ("role", "entry") else "right")
+            for row in body:
                 table.add_row(*(_cell(v) for v in row))
             console.print(table)
         console.print(escape(cost_line(rec)), highlight=False)

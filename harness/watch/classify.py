@@ -45,7 +45,7 @@ class Frame(NamedTuple):
 _SLEEP_LINE = re.compile(r"\bsleep\s*\(")
 _IPC_LINE = re.compile(r"\b(dumps|loads)\s*\(|\bpickle\.(dump|load)\s*\(|\.(dump|load)\s*\(")
 _BLOCKING_LINE = re.compile(
-    r"\.(acquire|wait|recv|recv_into|recvfrom|recv_bytes|accept|communicate|poll)\s*\("
+    r"\w*acquire\s*\(|\.(wait|recv|recv_into|recvfrom|recv_bytes|accept|communicate|poll)\s*\("
     r"|\bselect\s*\(|\bwaitpid\s*\(|\bos\.wait\s*\("
     r"|\.get\s*\(\s*(\)|block|timeout|True)|\biter\(\s*[\w.]+\.get\s*,"
     r"|^\s*with\s+[\w.\[\]]*(lock|mutex|cond|sem)\w*\s*:",

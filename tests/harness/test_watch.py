@@ -69,9 +69,15 @@ def test_a_sleep_poll_loop_is_busy_waiting_and_a_blocking_get_is_not(tmp_path):
     runs = watch_pair(tmp_path, "busy_poll.py", ["poll"], ["block"], 4)
     assert_named(runs["poll"], "BUSY_WAIT")
     assert_quiet(runs["block"])
-    record = json.loads((runs["poll"][2] / "cells.jsonl").read_text())
+    run = runs["poll"][2]
+    record = json.loads((run / "cells.jsonl").read_text())
     assert "time.sleep(0.001)" in record["metrics"]["sleep_site"]
     assert record["metrics"]["watch_roles"]["main"]["pct"]["sleep"] > 20
+    assert record["metrics"]["watch_cpu_pct"] > 0 and record["metrics"]["stacks_samples"] > 0  # its cost, measured
+    page = (run / "report.html").read_text()
+    assert "Where the time went" in page and 'data-chart="where"' in page
+    series = (run / record["series"]).read_text()
+    assert "where_main_sleep" in series and "log_steps_per_s" in series
 
 
 def test_sending_the_whole_growing_table_is_serialization_and_deltas_are_not(tmp_path):
