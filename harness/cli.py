@@ -264,7 +264,9 @@ def watch(
     duration: float = typer.Option(
         None, "--duration", help="seconds to watch (default: until the command exits; 30 with --pid)"
     ),
-    rate: int = typer.Option(200, "--rate", help="stack samples per second over the whole process tree"),
+    rate: int = typer.Option(
+        200, "--rate", help="stack samples per second over the whole process tree (at most 100 per process)"
+    ),
     rate_regex: str = typer.Option(
         None, "--rate-regex", help="regex for rate lines in the log: group (?P<value>), optional (?P<unit>) (?P<per>)"
     ),

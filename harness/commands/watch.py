@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness.commands.common import finish_report
 from harness.errors import UserError
+from harness.monitors.logrates import compile_pattern
 from harness.watch.instruments import WatchOptions
 from harness.watch.session import check_target, watch
 
@@ -32,8 +33,6 @@ def main(
         raise UserError(f"--batch-limit {batch_limit}: must be a batch size of at least 1")
     target = check_target(command, pid, duration)
     options = WatchOptions(budget_hz=rate, torch_hook=torch_hook, rate_regex=rate_regex, batch_limit=batch_limit)
-    from harness.monitors.logrates import compile_pattern
-
     compile_pattern(rate_regex)  # a bad pattern is refused before the program starts
     store, record = watch(target, duration, options, out, announce=(lambda _: None) if quiet else print)
     finish_report(store, [record], quiet)

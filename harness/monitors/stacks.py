@@ -47,9 +47,10 @@ MIN_RATE_HZ = 1
 MAX_RATE_HZ = 100
 DEFAULT_BUDGET_HZ = 200
 ROTATE_S = 5.0
-PERIOD_S = 0.25
+PERIOD_S = 0.5
 STOP_WAIT_S = 5.0
-RETRIES = 2  # a process caught before its interpreter is up gets a second look
+RETRIES = 2  # a process caught before its interpreter is up gets a second look ...
+YOUNG_S = 2.0  # ... if it is this young; an older one without an interpreter is not Python
 _SAMPLES = re.compile(r"Samples: (\d+)")
 _PR_SET_PDEATHSIG = 1
 
@@ -226,14 +227,17 @@ class StacksMonitor:
     def _failed(self, pid: int, rec: Recording) -> None:
         why = _why(rec.log)
         try:
-            alive = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+            proc = psutil.Process(pid)
+            alive = proc.status() != psutil.STATUS_ZOMBIE
+            age = time.time() - proc.create_time()
         except psutil.Error:
-            alive = False
+            alive, age = False, 0.0
         if not alive:
             self._gone.add(pid)  # it ended before py-spy could read it: nothing was missed
             return
         self._failures[pid] = self._failures.get(pid, 0) + 1
-        if self._failures[pid] > RETRIES:
+        settled = age >= YOUNG_S and "not a Python process" in why  # no interpreter will appear
+        if settled or self._failures[pid] > RETRIES:
             self.unsampled[pid] = why
         else:
             self._retry_at[pid] = time.monotonic() + 1.0

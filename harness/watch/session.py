@@ -143,7 +143,6 @@ def watch(
     else:
         env = instruments.environ({**os.environ, ENV_CELL: key, ENV_RUN: str(store.root.resolve())})
         env.setdefault("PYTHONUNBUFFERED", "1")
-        log_path.touch()
         with open(log_path, "wb") as log:
             try:
                 proc = subprocess.Popen(
@@ -157,7 +156,8 @@ def watch(
     for monitor in monitors:
         monitor.start(root)
     how_long = f"for {duration:g} s" if duration else "until it exits (Ctrl-C ends it)"
-    announce(f"watching pid {root} {how_long}; output: {store.root / 'logs'}")
+    where = f"its log: {', '.join(map(str, logs))}" if attached and logs else f"output: {log_path}"
+    announce(f"watching pid {root} {how_long}; {where if logs else 'its output is not a file, not read'}")
     known: dict[int, psutil.Process] = {}
     results: list[MonitorResult] = []
     try:

@@ -210,3 +210,13 @@ def test_bad_input_exits_2_naming_what_is_allowed_and_starts_nothing(cli, tmp_pa
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_process_py_spy_cannot_read_is_listed_with_the_reason(cli, tmp_path):
+    result = cli("watch", "--quiet", "--duration", "4", "--out", tmp_path, "--", "sh", "-c", "sleep 3.8")
+    assert result.exit_code == 0, result.output
+    (run,) = run_dirs(tmp_path)
+    (record,) = RunStore.open(run).records()
+    reasons = record.metrics["stacks_unsampled"]
+    assert reasons and all("not a Python process" in why for why in reasons.values())
+    assert not marked_processes(run)
