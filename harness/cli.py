@@ -321,5 +321,30 @@ def limits(
     return command.main(parts, set_, device, sizes, message_bytes, fast, pyperf_args, out)
 
 
+@app.command(context_settings={"allow_interspersed_args": False})
+@user_errors_exit_2
+def watch(
+    command: list[str] = typer.Argument(None, help="the program and its arguments, after --"),
+    pid: int = typer.Option(None, "--pid", help="attach to this running process (and its children) instead"),
+    duration: float = typer.Option(
+        None, "--duration", help="seconds to watch (default: until the command exits; 30 with --pid)"
+    ),
+    rate: int = typer.Option(
+        200, "--rate", help="stack samples per second over the whole process tree (at most 100 per process)"
+    ),
+    rate_regex: str = typer.Option(
+        None, "--rate-regex", help="regex for rate lines in the log: group (?P<value>), optional (?P<unit>) (?P<per>)"
+    ),
+    torch_hook: bool = typer.Option(True, "--torch-hook/--no-torch-hook", help="record torch module calls' batch and device"),
+    batch_limit: int = typer.Option(None, "--batch-limit", help="the largest batch the program could use (SMALL_BATCHES)"),
+    out: Path = OutOpt,
+    quiet: bool = typer.Option(False, "--quiet", help="plain lines: findings and paths only"),
+) -> int:
+    """Watch a program you did not change: where its time goes, its IPC, GIL, batches; findings."""
+    from harness.commands import watch as command_
+
+    return command_.main(command, pid, duration, rate, rate_regex, torch_hook, batch_limit, out, quiet)
+
+
 if __name__ == "__main__":
     app()

@@ -99,6 +99,9 @@ class Suite:
     e.g. "torch"), and `extra` the pip extra of the suite's distribution that installs them:
     the harness checks them before a cell runs (without importing them), so a missing one is
     a clear "install the [extra]" at once rather than an ImportError inside a cell.
+    `watch=True` asks the runner to put the outside-in instruments of `harness watch`
+    (sampled stacks, pipe traffic, the torch hook, rates in the log) over every cell: for a
+    suite that launches a program it does not control and so cannot report from inside.
     """
 
     name: str
@@ -109,6 +112,7 @@ class Suite:
     vocabulary: Vocabulary = EMPTY
     requires: tuple[str, ...] = ()
     extra: str | None = None
+    watch: bool = False
 
     def missing(self) -> list[str]:
         """The required modules not installed here. find_spec locates a module without

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.probe import Suite
-from harness.vocabulary import Vocabulary
+from harness.vocabulary import OWN_VOCABULARIES, Vocabulary
 
 GROUP = "harness.suites"
 # A suite that is not installed here is read by the conventions alone (docs/architecture.md).
@@ -115,7 +115,10 @@ def get_suite(name: str) -> Suite:
 @cache
 def vocabulary_of(name: str) -> Vocabulary:
     """The suite's resolved vocabulary; the empty one when the suite is not installed here
-    (a baseline or run directory from another checkout still reads, by conventions)."""
+    (a baseline or run directory from another checkout still reads, by conventions). The
+    harness's own pseudo-suites (`watch`) have theirs in OWN_VOCABULARIES."""
+    if name in OWN_VOCABULARIES:
+        return OWN_VOCABULARIES[name]
     try:
         return get_suite(name).words
     except UserError:

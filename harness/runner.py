@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 
 from harness import interrupts
+from harness.errors import UserError
 from harness.matrix import Cell
 from harness.monitors import Monitor, MonitorResult, default_monitors
 from harness.monitors.memory import LimitHit, MemoryMonitor
@@ -38,6 +39,7 @@ from harness.processes import (
 )
 from harness.pyspy import dump_stacks
 from harness.record import Record
+from harness.registry import get_suite
 from harness.store import RunStore, utc_now
 
 # Called at a deadline, before anything is killed, with the cell's live processes and the
@@ -46,6 +48,7 @@ DeadlineHook = Callable[[list[psutil.Process], RunStore, str], "str | None"]
 # Turns the child's command line into the one started (e.g. under `py-spy record`), given
 # "<id>-<repeat>".
 CommandWrap = Callable[[list[str], str], list[str]]
+WATCH_DIR = "watch"  # the instruments' traces, per cell-repeat, for suites with Suite.watch
 
 
 @dataclass
@@ -117,6 +120,11 @@ class CellRunner:
             }
         )
         monitors = self.monitors()
+        env = child_env(key, self.store.root)
+        instruments = self._instruments(cell, key, log_path)
+        if instruments is not None:
+            env = instruments.environ(env)
+            monitors.append(instruments)
         command = [sys.executable, "-m", "harness.cell", spec, str(scratch)]
         if self.wrap is not None:
             command = self.wrap(command, key)
@@ -230,6 +238,19 @@ class CellRunner:
 
         watchdog.enforce(cell.memory_limit_mb, end_tree)
         return watchdog
+
+    def _instruments(self, cell: Cell, key: str, log_path: Path) -> Monitor | None:
+        """harness watch's instruments, for the cells of a suite that asks for them
+        (`Suite.watch`): the suite runs a program it cannot report from inside."""
+        try:
+            wanted = get_suite(cell.suite).watch
+        except UserError:
+            return None  # the child reports the unknown or broken suite
+        if not wanted:
+            return None
+        from harness.watch.instruments import Instruments
+
+        return Instruments(self.store.root / WATCH_DIR / key, [log_path])
 
     def _tree(self, root: int) -> dict[int, psutil.Process]:
         """Every process of the cell seen so far, the live tree under its root included."""

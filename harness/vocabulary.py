@@ -69,6 +69,18 @@ SIGNALS: dict[str, str] = {
     "reuse_ratio": "value: items consumed per item produced (a learner's samples per env step)",
     "consumer_cpu_s": "value: CPU seconds of the consuming processes (learners)",
     "producer_cpu_s": "value: CPU seconds of the producing process (the actor)",
+    "sleep_share": "value: share of a thread's sampled time spent in sleep() (the thread whose sleeps wake it most)",
+    "wakeups_hz": "value: that thread's voluntary context switches per second (wake-ups)",
+    "ipc_share": "value: share of busy thread time spent (un)pickling and sending, over the last third of the run (the role where it is largest)",
+    "ipc_share_growth": "value: ipc_share over the last third divided by that over the first third",
+    "write_size_growth": "value: bytes per write call over the last third / the first third (the process that writes the most)",
+    "gil_wait_share": "value: share of busy thread time spent waiting for the GIL (the process where it is largest)",
+    "gil_threads": "value: threads of that process that wanted a CPU, on average",
+    "gil_cpu_cores": "value: that process's CPU use, in cores",
+    "worker_cpu_pct": "value: {pid: % of one core} of each worker process",
+    "worker_wait_pct": "value: {pid: % of its sampled thread time} each worker spent blocked or asleep",
+    "main_cpu_pct": "value: % of one core used by the program's processes that are not workers",
+    "gpu_asked": "value: 1 when the program asked for a GPU (its command line names cuda), else 0",
 }
 
 # Generic name rules for metrics nobody declared (names carry their unit: docs/architecture.md).
@@ -256,6 +268,21 @@ class Vocabulary:
 
 
 EMPTY = Vocabulary()
+
+# Records the harness writes itself, not from a suite: `harness watch` watches a program
+# that declares nothing, so the harness says how its record reads (generic names only).
+WATCH_SUITE = "watch"
+WATCH = Vocabulary(
+    report=("watch_cpu_pct", "stacks_samples", "batch_mean"),
+    metrics={"watch_cpu_pct": "lower", "watch_cpu_s": "lower", "torch_hook_s": "lower"},
+    remedies={
+        "small_batches": (
+            "several threads call one net with tiny batches: queue their inputs and run one batched call "
+            "(one inference thread, or a server process for many workers)"
+        ),
+    },
+)
+OWN_VOCABULARIES: dict[str, Vocabulary] = {WATCH_SUITE: WATCH}
 
 
 def direction(metric: str) -> Better | None:

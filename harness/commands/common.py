@@ -8,8 +8,9 @@ from typing import Any
 
 from harness.diagnosis import Finding, diagnose
 from harness.record import Record
+from harness.report import where
 from harness.report.csv import write_csv
-from harness.report.terminal import render, render_findings
+from harness.report.terminal import console_for_stdout, render, render_findings
 from harness.roofline.efficiency import latest_limits, with_efficiency
 from harness.store import RunStore
 
@@ -47,7 +48,8 @@ def write_reports(
 
 
 def finish_report(store: RunStore, records: list[Record], quiet: bool) -> list[Finding]:
-    """The end of a sweep: reports written, the table and the findings printed."""
+    """The end of a sweep (and of a watch): reports written, the table, where the time went
+    (for records the watch instruments filled) and the findings printed."""
     findings = diagnose(records, store.meta())
     try:
         paths = write_reports(store, records, html=True, findings=findings)
@@ -59,6 +61,7 @@ def finish_report(store: RunStore, records: list[Record], quiet: bool) -> list[F
         paths = []
     if not quiet:
         render(records)
+        where.render(records, console_for_stdout())
     print_findings(findings, quiet)
     failed = sum(not r.ok for r in records)
     print(f"{len(records)} cell-repeats, {failed} failed; run directory: {store.root}")

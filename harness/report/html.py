@@ -22,7 +22,7 @@ import plotly.io as pio
 from harness.diagnosis.findings import severity_rank
 from harness.record import Record, number
 from harness.registry import vocabulary_of
-from harness.report import evidence, figures
+from harness.report import evidence, figures, where
 from harness.report.spread import spread_warnings
 
 REPORT_FILE = "report.html"
@@ -375,6 +375,9 @@ def suite_section(run_dir: Path, meta: dict[str, Any], suite: str, records: list
     else:
         reason = meta.get("gpu_reason") or "the cells used no GPU"
         parts.append(f'<p class="note">No GPU samples ({esc(reason)}).</p>')
+
+    if where.watched(records):
+        parts.append(where.html_section(run_dir, records, table, charts.embed, esc))
 
     parts.append("<h3>CPU and memory</h3>")
     cpu_figs = [

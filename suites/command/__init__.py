@@ -4,7 +4,9 @@ A team benchmarks its own trainer without Python glue: `argv` is formatted with 
 cell's params (`{workers}`), and each line the program prints such as
 `{"count": {"games": 3}}`, `{"observe": {"batch": 57}}`, `{"set": {"loss": 0.1}}`,
 `{"work": {"requested": 10, "done": 10}}` or `{"phase": "measure"}` is applied to the
-probe; other lines are kept in the cell's log.
+probe; other lines are kept in the cell's log. The suite sets `watch=True`: the program
+is the user's own and reports nothing else, so the harness watches it from outside as
+`harness watch` does (where its time goes, its pipes, its torch calls, the rates it logs).
 """
 
 from __future__ import annotations
@@ -37,4 +39,5 @@ SUITE = Suite(
     params=Params,
     run=run,
     resources=lambda p: Resources(cpus=resolve_workers(p.workers)),
+    watch=True,
 )

@@ -8,9 +8,12 @@ import shlex
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 from harness.probe import Probe, SuiteError, resolve_workers
+
+EXIT_DRAIN_S = 1.0
 
 
 def build_argv(params) -> list[str]:
@@ -56,6 +59,8 @@ def run_program(params, probe: Probe) -> None:
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
     stopped_by_us = False
+    stopped_at = 0.0
+    exited_at: float | None = None
     try:
         while True:
             try:
@@ -64,12 +69,21 @@ def run_program(params, probe: Probe) -> None:
                 line = ""
             if line is None:
                 break
+            if not line and proc.poll() is not None:
+                # The program has exited; a child it left behind may hold its stdout open
+                # forever, so its last lines get EXIT_DRAIN_S, not until end of file.
+                exited_at = exited_at or time.monotonic()
+                if time.monotonic() - exited_at > EXIT_DRAIN_S:
+                    break
             if line:
                 _handle(probe, line)
             if not stopped_by_us and probe.should_stop():
                 proc.terminate()
                 stopped_by_us = True
-        code = proc.wait(timeout=params.stop_grace_s if stopped_by_us else None)
+                stopped_at = time.monotonic()
+            elif stopped_by_us and proc.poll() is None and time.monotonic() - stopped_at > params.stop_grace_s:
+                break  # it ignores SIGTERM: killed below
+        code = proc.wait(timeout=0.1 if stopped_by_us else None)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()

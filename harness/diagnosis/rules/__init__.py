@@ -12,11 +12,15 @@ from harness.diagnosis.findings import Finding
 from harness.diagnosis.rules import (
     busy_wait,
     drift,
+    gil_bound,
     gpu_idle,
     gpu_thrash,
+    idle_workers,
     lost_work,
     negative_scaling,
+    net_off_device,
     oversubscribed,
+    serialization,
     small_batches,
 )
 from harness.diagnosis.view import RunView
@@ -31,5 +35,9 @@ RULES: list[Rule] = [
     small_batches.check,
     negative_scaling.check,
     busy_wait.check,
+    serialization.check,
+    gil_bound.check,
+    idle_workers.check,
+    net_off_device.check,
     oversubscribed.check,
 ]

@@ -1,6 +1,6 @@
 """BUSY_WAIT (warning): processes that burn CPU while they wait, or spend it on overhead.
 
-Four symptoms, first match wins, each with its own remedy (the suite's, naming its knobs,
+Five symptoms, first match wins, each with its own remedy (the suite's, naming its knobs,
 else a generic one):
 - `poll`: `<role>_wait_cpu_s` against `<role>_wait_s` (or `wait_s`): CPU seconds burned per
   second spent waiting at least CPU_PER_WAIT_S, over at least MIN_WAIT_S of waiting;
@@ -9,7 +9,11 @@ else a generic one):
   BUSY_FRACTION of its cores busy (`cpu_util_mean`, `cpu_procs_peak`);
 - `spin`: consumers that never wait but re-process stale data: the `reuse_ratio` signal >=
   SPIN_REUSE_RATIO with `consumer_cpu_s` >= SPIN_CPU_FACTOR x `producer_cpu_s` (learners
-  re-training on old samples as fast as they can, starving the actor that feeds them).
+  re-training on old samples as fast as they can, starving the actor that feeds them);
+- `sleep`: a sleep-poll loop seen from outside (harness watch): the `sleep_share` signal
+  (share of a thread's sampled time in sleep()) >= SLEEP_SHARE while that thread wakes
+  `wakeups_hz` >= WAKEUPS_HZ times a second (a 1 ms poll wakes up to 1000 times; a
+  blocking get wakes once per item, a 0.5 s progress sleep twice).
 """
 
 from __future__ import annotations
@@ -28,10 +32,16 @@ BUSY_FRACTION = 0.8
 PUBLISH_SHARE = 0.2  # a fifth of the time spent publishing weights: publish less often
 SPIN_REUSE_RATIO = 2.0  # items consumed per item produced
 SPIN_CPU_FACTOR = 2.0  # consumer CPU over the producer's
+SLEEP_SHARE = 0.2  # a fifth of the sampled time inside sleep() ...
+WAKEUPS_HZ = 200.0  # ... while waking this often: a poll loop with a sleep of 5 ms or less
 REMEDIES = {
     "busy_wait.poll": "block on an event, condition or queue instead of polling",
     "busy_wait.publish": "publish less often or publish only what changed",
     "busy_wait.spin": "consume only as new data arrives, so the producer keeps its CPU",
+    "busy_wait.sleep": (
+        "block on the queue, event or condition (q.get(timeout=...), Event.wait) instead of sleeping and "
+        "polling: every wake-up costs a context switch and the GIL, and the data waits up to a sleep"
+    ),
 }
 
 Symptom = tuple[str, str, dict[str, Any]]  # (remedy key, text, evidence)
@@ -90,10 +100,31 @@ def _spinning(cell: CellGroup) -> Symptom | None:
     return "busy_wait.spin", text, dict(zip(names, (ratio, consumer, producer), strict=True))
 
 
+def _sleep_polling(cell: CellGroup) -> Symptom | None:
+    words = cell.vocabulary
+    share_name, wake_name = words.signal("sleep_share"), words.signal("wakeups_hz")
+    share, wakeups = cell.median(share_name), cell.median(wake_name)
+    if share is None or wakeups is None or share < SLEEP_SHARE or wakeups < WAKEUPS_HZ:
+        return None
+    where = cell.first("sleep_process")
+    site = cell.first("sleep_site")
+    text = (
+        f"{where or 'a thread'} sleeps {100 * share:.0f} % of its sampled time and wakes {wakeups:.0f} times a "
+        f"second{f' (at {site})' if site else ''}: a sleep-poll loop"
+    )
+    evidence: dict[str, Any] = {share_name: share, wake_name: wakeups}
+    if site:
+        evidence["sleep_site"] = site
+    return "busy_wait.sleep", text, evidence
+
+
 def check(view: RunView) -> list[Finding]:
     out = []
     for cell in view.cells:
-        found = _polling(cell) or _publishing(cell) or _busy_waiting(cell, view.cores) or _spinning(cell)
+        found = (
+            _polling(cell) or _publishing(cell) or _busy_waiting(cell, view.cores) or _spinning(cell)
+            or _sleep_polling(cell)
+        )  # fmt: skip
         if found is None:
             continue
         key, symptom, evidence = found

@@ -1,0 +1,76 @@
+"""IDLE_WORKERS (warning): most worker processes sit near 0 % CPU while the program reports
+progress: work is lost in the split (the classic `total // workers` that gives every
+worker 0 units once workers > total) or the workers wait on one bottleneck.
+
+Reads `worker_wait_pct` ({pid: % of its sampled time blocked or asleep}, from stacks) and
+`worker_cpu_pct` ({pid: % of one core}) of each worker process (harness watch's roles), and
+for progress the cell's headline rate (a rate the program logs) or `main_cpu_pct` (the
+other processes' CPU). A worker is idle when its stacks wait at least IDLE_WAIT_PCT of the
+time, or, where it has no stacks, when it uses less than IDLE_CPU_PCT of a core: stacks
+first, because on a crowded machine a busy worker gets little CPU too, but its stack is in
+its work. Fires with at least MIN_WORKERS workers, at least IDLE_SHARE of them idle, while
+the headline rate is above zero or main_cpu_pct >= BUSY_MAIN_PCT.
+"""
+
+from __future__ import annotations
+
+from harness.diagnosis.findings import Finding, fmt
+from harness.diagnosis.view import RunView
+
+RULE = "IDLE_WORKERS"
+MIN_WORKERS = 2
+IDLE_WAIT_PCT = 90.0
+IDLE_CPU_PCT = 5.0
+IDLE_SHARE = 0.5
+BUSY_MAIN_PCT = 50.0
+REMEDY = (
+    "check how work is split: total // workers is 0 per worker once workers > total; split_work(total, workers) "
+    "gives the first total % workers one unit more and starts no worker with nothing to do. If the workers "
+    "wait on the main process instead, that process is the bottleneck"
+)
+
+
+def check(view: RunView) -> list[Finding]:
+    out = []
+    for cell in view.cells:
+        words = cell.vocabulary
+        name = words.signal("worker_cpu_pct")
+        workers = cell.first(name)
+        if not isinstance(workers, dict) or len(workers) < MIN_WORKERS:
+            continue
+        waits = cell.first(words.signal("worker_wait_pct"))
+        waits = waits if isinstance(waits, dict) else {}
+        loads = {pid: float(v) for pid, v in workers.items() if isinstance(v, int | float)}
+        idle = [
+            pid for pid, cpu in loads.items()
+            if (float(waits[pid]) >= IDLE_WAIT_PCT if pid in waits else cpu < IDLE_CPU_PCT)
+        ]  # fmt: skip
+        if not loads or len(idle) < IDLE_SHARE * len(loads):
+            continue
+        rate = view.rate([cell])
+        rate_value = cell.median(rate) if rate else None
+        main = cell.median(words.signal("main_cpu_pct"))
+        if rate_value:
+            progress = f"while it reports {fmt(rate_value)} {rate}"
+        elif main is not None and main >= BUSY_MAIN_PCT:
+            progress = f"while its other processes use {fmt(main)} % of a core"
+        else:
+            continue
+        out.append(
+            Finding(
+                RULE,
+                "warning",
+                [cell.id],
+                f"{len(idle)} of {len(loads)} workers sit idle (waiting >= {IDLE_WAIT_PCT:g} % of the time, or under "
+                f"{IDLE_CPU_PCT:g} % of a core) {progress}: "
+                f"{words.remedy('idle_workers', REMEDY)}",
+                {
+                    name: workers,
+                    "idle_workers": len(idle),
+                    "workers": len(loads),
+                    rate or "rate": rate_value,
+                    "main_cpu_pct": main,
+                },
+            )
+        )
+    return out

@@ -1,0 +1,61 @@
+"""SERIALIZATION (warning): (un)pickling and IPC take a growing share of the time while the
+messages grow: the whole state is sent every batch instead of what changed.
+
+Reads `ipc_share` (share of the busy thread time spent pickling, unpickling and sending,
+over the last third of the run, in the role where it is largest), `ipc_share_growth`
+(that share over the first third's) and `write_size_growth` (bytes per write call, last
+third over first third, of the process that writes most). Fires when ipc_share >=
+IPC_SHARE, write_size_growth >= SIZE_GROWTH and ipc_share_growth >= SHARE_GROWTH: the
+messages grow and the time spent on them does not shrink (a steady IPC cost is a design
+choice; a growing one is the full-state pattern, and it only gets worse). The share alone
+is too noisy to require growth of it (a share already at 80 % cannot double, and a
+healthy program's varies by half from one third to the next); the bytes per write are
+not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.diagnosis.findings import Finding, fmt
+from harness.diagnosis.view import RunView
+
+RULE = "SERIALIZATION"
+IPC_SHARE = 0.15
+SIZE_GROWTH = 1.5
+SHARE_GROWTH = 1.0
+REMEDY = (
+    "send only what changed since the last message (deltas, row ids and values) or keep the shared state in "
+    "shared memory, so a message's size and its pickling time stay flat as the state grows"
+)
+
+
+def check(view: RunView) -> list[Finding]:
+    out = []
+    for cell in view.cells:
+        words = cell.vocabulary
+        names = [words.signal(s) for s in ("ipc_share", "ipc_share_growth", "write_size_growth")]
+        share, growth, sizes = (cell.median(n) for n in names)
+        if share is None or growth is None or sizes is None:
+            continue
+        if share < IPC_SHARE or sizes < SIZE_GROWTH or growth < SHARE_GROWTH:
+            continue
+        role = cell.first("ipc_role")
+        who = "the main process spends" if role == "main" else f"the {role or 'program'} processes spend"
+        site = cell.first("ipc_site")
+        evidence: dict[str, Any] = dict(zip(names, (share, growth, sizes), strict=True))
+        for extra in ("write_size_bytes", "ipc_site"):
+            if cell.first(extra) is not None:
+                evidence[extra] = cell.first(extra)
+        out.append(
+            Finding(
+                RULE,
+                "warning",
+                [cell.id],
+                f"{who} {100 * share:.0f} % of the busy time (un)pickling and sending, {fmt(growth)}x the "
+                f"share at the start, while each write carries {fmt(sizes)}x the bytes"
+                f"{f' (at {site})' if site else ''}: {words.remedy('serialization', REMEDY)}",
+                evidence,
+            )
+        )
+    return out

@@ -1,0 +1,156 @@
+"""Rates a program already prints, read from its log as it runs: `Iteration 4500 (33.4
+iter/s)`, `12 games, 68.3 games/min`, tqdm's `33.40it/s`.
+
+A thread follows the log file(s) (the watched program's stdout and stderr, or a cell's
+log) and stamps each new line with the time it was read, so the rates become a series on
+the same clock as every other monitor. Every match of the default pattern is a rate named
+by its unit: `log_<unit>_per_s` (per second) or `log_<unit>_per_min` (per minute; per hour
+becomes per minute). A user pattern (`--rate-regex`) needs a group named `value` (or
+exactly one group); groups `unit` and `per` name it the same way, else it is `log_rate`.
+
+Metrics per rate: its median over the run, its drift (`<rate>_drift_pct_per_min` and
+`_drift_se`, the least-squares slope as in harness.stats, so the DRIFT rule reads a log
+like a probe's counter), `<rate>_points`; and log_lines, log_rate_lines.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserError
+from harness.monitors.base import MonitorResult
+from harness.stats import drift_pct_per_min
+
+DEFAULT_PATTERN = (
+    r"(?P<value>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z][A-Za-z_.-]*?)\s*"
+    r"(?:/|\bper\s+)(?P<per>s|sec|secs|second|seconds|min|mins|minute|minutes|h|hr|hour|hours)\b"
+)
+PERIOD_S = 0.2
+_PER = {"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s"}
+_PER.update({k: "min" for k in ("min", "mins", "minute", "minutes")})
+_PER.update({k: "h" for k in ("h", "hr", "hour", "hours")})
+
+
+def compile_pattern(text: str | None) -> re.Pattern[str] | None:
+    """A user's --rate-regex, checked: it must compile and say which group is the value."""
+    if text is None:
+        return None
+    try:
+        pattern = re.compile(text)
+    except re.error as exc:
+        raise UserError(f"--rate-regex {text!r}: not a valid regular expression ({exc})") from None
+    if "value" not in pattern.groupindex and pattern.groups != 1:
+        raise UserError(
+            f"--rate-regex {text!r}: name the number's group (?P<value>...) or use exactly one group; "
+            "optional groups (?P<unit>...) and (?P<per>s|min) name the rate"
+        )
+    return pattern
+
+
+def rate_name(unit: str | None, per: str | None) -> tuple[str, float]:
+    """The metric name for a unit and period, and the factor that converts the value to it."""
+    if not unit:
+        return "log_rate", 1.0
+    clean = re.sub(r"[^a-z0-9]+", "_", unit.lower()).strip("_") or "rate"
+    period = _PER.get((per or "s").lower(), "s")
+    if period == "h":
+        return f"log_{clean}_per_min", 1.0 / 60.0
+    return f"log_{clean}_per_{period}", 1.0
+
+
+def parse_line(line: str, patterns: list[re.Pattern[str]]) -> list[tuple[str, float]]:
+    """(name, value) of every rate in one log line."""
+    found = []
+    for pattern in patterns:
+        for match in pattern.finditer(line):
+            groups = match.groupdict()
+            raw = groups.get("value") if "value" in groups else match.group(1)
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                continue
+            name, factor = rate_name(groups.get("unit"), groups.get("per"))
+            found.append((name, value * factor))
+    return found
+
+
+class LogRatesMonitor:
+    """Follows log files from their current end (or start) and parses rate lines."""
+
+    name = "log"
+
+    def __init__(self, paths: list[Path], user_pattern: re.Pattern[str] | None = None, from_start: bool = True) -> None:
+        self.paths = paths
+        self.patterns = [user_pattern] if user_pattern is not None else [re.compile(DEFAULT_PATTERN)]
+        self.from_start = from_start
+        self.points: list[tuple[float, str, float]] = []
+        self.lines = 0
+        self.rate_lines = 0
+        self._offsets: dict[Path, int] = {}
+        self._partial: dict[Path, str] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._own_cpu_s = 0.0
+        self._started = 0.0
+
+    def start(self, root_pid: int) -> None:
+        self._started = time.monotonic()
+        for path in self.paths:
+            self._offsets[path] = 0 if self.from_start or not path.exists() else path.stat().st_size
+        self._thread = threading.Thread(target=self._loop, name="log-monitor", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            t0 = time.thread_time()
+            self.read_once()
+            self._own_cpu_s += time.thread_time() - t0
+            if self._stop.wait(PERIOD_S):
+                break
+        self.read_once(final=True)
+
+    def read_once(self, final: bool = False) -> None:
+        wall = time.time()
+        for path in self.paths:
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(self._offsets.get(path, 0))
+                    chunk = fh.read()
+            except OSError:
+                continue
+            self._offsets[path] = self._offsets.get(path, 0) + len(chunk)
+            text = self._partial.pop(path, "") + chunk.decode(errors="replace")
+            lines = text.replace("\r", "\n").split("\n")
+            if not final:
+                self._partial[path] = lines.pop()  # an unfinished line waits for its end
+            for line in lines:
+                if not line.strip():
+                    continue
+                self.lines += 1
+                found = parse_line(line, self.patterns)
+                if found:
+                    self.rate_lines += 1
+                    self.points += [(wall, name, value) for name, value in found]
+
+    def stop(self) -> MonitorResult:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        metrics: dict[str, Any] = {"log_lines": self.lines, "log_rate_lines": self.rate_lines}
+        by_name: dict[str, list[tuple[float, float]]] = {}
+        for wall, name, value in self.points:
+            by_name.setdefault(name, []).append((wall, value))
+        for name, points in sorted(by_name.items()):
+            values = [v for _, v in points]
+            metrics[name] = statistics.median(values)
+            metrics[f"{name}_points"] = len(values)
+            drift = drift_pct_per_min([t - points[0][0] for t, _ in points], values) if len(points) >= 10 else None
+            if drift is not None:
+                metrics[f"{name}_drift_pct_per_min"], metrics[f"{name}_drift_se"] = drift
+        metrics["log_monitor_cpu_s"] = self._own_cpu_s
+        return MonitorResult(metrics=metrics, series=list(self.points))

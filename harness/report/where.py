@@ -1,0 +1,151 @@
+"""Where the time went: the watch instruments' breakdown per role and per process, as a
+terminal table and as a section of report.html (tables and a share-over-time chart).
+
+Reads only the record's metrics (`watch_roles`, `watch_procs`, the cost) and its series
+(`where_<role>_<category>`), so it works on any run directory, also later.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from harness.record import Record
+from harness.report import figures
+
+CATEGORIES = ("compute", "torch", "ipc", "gil_wait", "sleep", "blocked", "cuda_sync")
+TERMINAL_PROCESSES = 8
+COLUMNS = ("cpu_cores", "wakeups_hz", "read_mb_s", "write_mb_s")
+
+
+def watched(records: list[Record]) -> list[Record]:
+    return [r for r in records if isinstance(r.metrics.get("watch_roles"), dict) and r.metrics["watch_roles"]]
+
+
+def _present(rows: dict[str, dict[str, Any]]) -> list[str]:
+    return [c for c in CATEGORIES if any(float((row.get("pct") or {}).get(c, 0.0)) > 0 for row in rows.values())]
+
+
+def cost_line(rec: Record) -> str:
+    m = rec.metrics
+    rates = m.get("stacks_rate_hz") or []
+    rate = "/".join(str(r) for r in rates) if rates else "-"
+    parts = [
+        f"py-spy {rate} Hz per process, {m.get('stacks_samples', 0)} samples of {m.get('stacks_processes', 0)} processes",
+        f"instruments {float(m.get('watch_cpu_pct', 0.0)):.1f} % of one core",
+    ]
+    if m.get("torch_hook_s"):
+        parts.append(f"torch hook {1e3 * float(m['torch_hook_s']):.1f} ms in the program")
+    if m.get("stacks_unsampled"):
+        parts.append(f"{len(m['stacks_unsampled'])} processes not sampled (see stacks_unsampled)")
+    return "; ".join(parts)
+
+
+def role_rows(rec: Record) -> tuple[list[str], list[list[Any]]]:
+    roles: dict[str, dict[str, Any]] = rec.metrics["watch_roles"]
+    cats = _present(roles)
+    headers = ["role", "processes", "threads", *COLUMNS, *(f"{c} %" for c in cats)]
+    rows = []
+    for role, row in roles.items():
+        pct = row.get("pct") or {}
+        rows.append(
+            [
+                role,
+                row.get("processes"),
+                row.get("threads"),
+                *(row.get(k) for k in COLUMNS),
+                *(pct.get(c) for c in cats),
+            ]
+        )
+    return headers, rows
+
+
+def process_rows(rec: Record, limit: int | None = None) -> tuple[list[str], list[list[Any]]]:
+    procs: dict[str, dict[str, Any]] = rec.metrics.get("watch_procs") or {}
+    cats = _present(procs)
+    headers = ["pid", "role", "entry", "threads", *COLUMNS, *(f"{c} %" for c in cats), "most time at"]
+    rows = []
+    for pid, row in list(procs.items())[:limit]:
+        pct = row.get("pct") or {}
+        top = max(pct, key=lambda c: pct[c]) if pct else None
+        site = (row.get("sites") or {}).get(top, "") if top else ""
+        rows.append(
+            [pid, row.get("role"), row.get("entry"), row.get("threads"), *(row.get(k) for k in COLUMNS),
+             *(pct.get(c) for c in cats), f"{top}: {site}" if site else ""]
+        )  # fmt: skip
+    return headers, rows
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return escape(str(value))
+
+
+HEADS = {"cpu_cores": "cores", "wakeups_hz": "wake-ups/s", "read_mb_s": "read MB/s", "write_mb_s": "write MB/s"}
+
+
+def render(records: list[Record], console: Console) -> None:
+    """The role table and the busiest processes of every watched record (the process table
+    without traffic columns, its last column cut to fit: the HTML report has it all)."""
+    for rec in watched(records):
+        headers, rows = process_rows(rec, TERMINAL_PROCESSES)
+        keep = [i for i, h in enumerate(headers) if h not in ("read_mb_s", "write_mb_s")]
+        procs = ([headers[i] for i in keep], [[row[i] for i in keep] for row in rows])
+        count = len(rec.metrics.get("watch_procs") or {})
+        for title, (heads, body) in (
+            ("where the time went, per role (% of sampled thread time)", role_rows(rec)),
+            (f"busiest processes (of {count})", procs),
+        ):
+            table = Table(title=title, title_justify="left")
+            for h in heads:
+                if h == "most time at":
+                    table.add_column(h, no_wrap=True, overflow="ellipsis", max_width=44)
+                else:
+                    table.add_column(HEADS.get(h, h.removesuffix(" %")), justify="left" if h in ("role", "entry") else "right")
+            for row in body:
+                table.add_row(*(_cell(v) for v in row))
+            console.print(table)
+        console.print(escape(cost_line(rec)), highlight=False)
+
+
+def html_section(run_dir: Path, records: list[Record], table, embed, esc) -> str:
+    """report.html's section: `table(headers, rows)`, `embed(fig, kind)` and `esc` are
+    harness.report.html's, so the page keeps one look and one plotly."""
+    parts = []
+    for rec in watched(records):
+        parts.append(f"<h3>Where the time went: {esc(rec.label)}</h3>")
+        parts.append(f'<p class="note">{esc(cost_line(rec))}</p>')
+        parts.append(table(*role_rows(rec)))
+        parts.append(table(*process_rows(rec)))
+        series = figures.load_series(run_dir, rec)
+        if not series:
+            continue
+        for role in rec.metrics["watch_roles"]:
+            data = []
+            for category in CATEGORIES:
+                name = f"where_{role}_{category}"
+                if name in series:
+                    ts, values = series[name]
+                    data.append(
+                        {
+                            "type": "scatter",
+                            "mode": "lines",
+                            "stackgroup": "one",
+                            "x": ts,
+                            "y": [100 * v for v in values],
+                            "name": category,
+                        }
+                    )
+            if data:
+                fig = figures.figure(
+                    data, f"{role}: share of thread time per category", "time since the start (s)", "% of thread time"
+                )
+                parts.append(embed(fig, "where"))
+    return "\n".join(parts)

@@ -1,0 +1,228 @@
+"""`harness watch`: run a command, or attach to a running process, under the instruments
+for a while, and leave a run directory like a sweep's (run.json, one Record in
+cells.jsonl, its series CSV, the program's output as the cell's log).
+
+A command runs in its own session (as a cell does), with the instruments' environment (the
+torch hook, PYTHONUNBUFFERED so its log lines arrive as they are printed) and the run's
+markers; at the duration (or Ctrl-C, or SIGTERM) the instruments are stopped first, so the
+window holds only what the program did, then its whole tree is ended as a cell's is. A
+process attached with `--pid` is only read: nothing is sent to it, and the recorders
+detach when the window ends. The record's suite is the harness's own `watch`
+(harness.vocabulary.OWN_VOCABULARIES says how to read it).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from harness import metadata
+from harness.errors import UserError
+from harness.execute import sigterm_as_interrupt
+from harness.matrix import Cell, cell_id
+from harness.monitors import Monitor, MonitorResult, default_monitors
+from harness.processes import ENV_CELL, ENV_RUN, alive, describe_exit, kill_tree, log_tail, marked_processes, tree
+from harness.record import Record
+from harness.runner import WATCH_DIR, ChildStream, write_series
+from harness.store import RunStore, utc_now
+from harness.vocabulary import WATCH_SUITE
+from harness.watch.instruments import Instruments, WatchOptions
+
+ATTACH_DURATION_S = 30.0
+
+
+@dataclass
+class Target:
+    """What to watch: a command to start, or a running process to attach to."""
+
+    argv: list[str] | None = None
+    pid: int | None = None
+
+    def params(self) -> dict[str, Any]:
+        if self.argv is not None:
+            return {"command": shlex.join(self.argv)}
+        try:
+            command = shlex.join(psutil.Process(self.pid).cmdline())
+        except psutil.Error:
+            command = "?"
+        return {"pid": self.pid, "command": command}
+
+
+def check_target(argv: list[str] | None, pid: int | None, duration: float | None) -> Target:
+    """Bad input as a UserError naming what is allowed (exit 2), before anything starts."""
+    if duration is not None and not duration > 0:
+        raise UserError(f"--duration {duration:g}: must be a positive number of seconds")
+    if argv and pid is not None:
+        raise UserError("give either a command after -- or --pid PID, not both")
+    if pid is not None:
+        if pid <= 0 or not psutil.pid_exists(pid):
+            raise UserError(f"--pid {pid}: no such process")
+        mine = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
+        if pid in mine:
+            raise UserError(f"--pid {pid}: that is harness watch itself or its parent")
+        return Target(pid=pid)
+    if not argv:
+        raise UserError("nothing to watch: give a command after -- (harness watch -- python train.py) or --pid PID")
+    program = argv[0]
+    if os.sep not in program and shutil.which(program) is None:
+        raise UserError(f"cannot start {program!r}: no such program on PATH")
+    if os.sep in program and not os.access(program, os.X_OK):
+        raise UserError(f"cannot start {program!r}: not an executable file")
+    return Target(argv=list(argv))
+
+
+def new_store(out: Path, target: Target, cell: Cell, label: str) -> RunStore:
+    meta: dict[str, Any] = {
+        **metadata.collect(sys.argv),
+        "label": label,
+        "started": utc_now(),
+        "ended": None,
+        "state": "running",
+        "spec": {"watch": target.params()},
+        "cells": [cell.to_json()],
+    }
+    return RunStore.create(out, label, meta)
+
+
+def _label(target: Target) -> str:
+    if target.pid is not None:
+        return f"watch-pid{target.pid}"
+    words = [w for w in target.argv or [] if not w.startswith("-")]
+    script = next((w for w in words[1:] if w.endswith(".py")), words[0] if words else "program")
+    return f"watch-{Path(script).stem}"
+
+
+def _file_outputs(pid: int) -> list[Path]:
+    """The stdout/stderr of a running process, where they are regular files (a log)."""
+    found = []
+    for fd in (1, 2):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/") and os.path.isfile(target) and Path(target) not in found:
+            found.append(Path(target))
+    return found
+
+
+def watch(
+    target: Target, duration: float | None, options: WatchOptions, out: Path, announce=print
+) -> tuple[RunStore, Record]:
+    """Watch the target; returns the run directory and its one record."""
+    params = target.params()
+    if target.pid is not None and duration is None:
+        duration = ATTACH_DURATION_S
+    cell = Cell(WATCH_SUITE, params, duration, 0.0, None, 1, duration or 0.0, cell_id(WATCH_SUITE, params))
+    store = new_store(out, target, cell, _label(target))
+    key = f"{cell.id}-0"
+    log_path = store.log_path(cell.id, 0)
+    workdir = store.root / WATCH_DIR / key
+    attached = target.pid is not None
+    logs = _file_outputs(target.pid) if attached else [log_path]
+    instruments = Instruments(workdir, logs, options, program=target.argv, attached=attached)
+    monitors: list[Monitor] = [*default_monitors(), instruments]
+    warnings: list[str] = []
+    started = utc_now()
+    t0 = time.time()
+    proc: subprocess.Popen[bytes] | None = None
+    exit_code: int | None = None
+    interrupted = False
+    if attached:
+        root = target.pid
+        if not logs:
+            warnings.append("its stdout and stderr are not files, so no rates were read from its log")
+    else:
+        env = instruments.environ({**os.environ, ENV_CELL: key, ENV_RUN: str(store.root.resolve())})
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        with open(log_path, "wb") as log:
+            try:
+                proc = subprocess.Popen(
+                    target.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    start_new_session=True, env=env,
+                )  # fmt: skip
+            except OSError as exc:
+                raise UserError(f"cannot start {target.argv[0]!r}: {exc.strerror or exc}") from None
+        root = proc.pid
+    assert root is not None
+    for monitor in monitors:
+        monitor.start(root)
+    how_long = f"for {duration:g} s" if duration else "until it exits (Ctrl-C ends it)"
+    where = f"its log: {', '.join(map(str, logs))}" if attached and logs else f"output: {log_path}"
+    announce(f"watching pid {root} {how_long}; {where if logs else 'its output is not a file, not read'}")
+    known: dict[int, psutil.Process] = {}
+    results: list[MonitorResult] = []
+    try:
+        with sigterm_as_interrupt():
+            try:
+                exit_code = _wait(proc, root, duration)
+            except KeyboardInterrupt:
+                interrupted = True
+                warnings.append("stopped early by Ctrl-C or SIGTERM")
+            finally:
+                results = [m.stop() for m in monitors]
+    finally:
+        if proc is not None:
+            for result in results:
+                for pid, handle in result.processes.items():
+                    known.setdefault(pid, handle)
+            known.update(marked_processes(store.root, key))
+            known.update({p.pid: p for p in tree(proc.pid)})
+            kill_tree(proc.pid, {p.pid: p for p in alive(known)})
+            proc.wait()
+    ended = time.time()
+    record = Record(
+        id=cell.id, suite=WATCH_SUITE, params=params, repeat=0, status="ok", started=started, ended=utc_now(),
+        budget={"duration": duration, "warmup": 0.0, "work": None, "timeout": None},
+        log=store.relative(log_path) if not attached else None,
+    )  # fmt: skip
+    for result in results:
+        record.metrics.update(result.metrics)
+    watched = instruments.window()
+    record.metrics.update({"wall_s": ended - t0, "measure_s": watched})
+    if exit_code is not None:
+        record.metrics["program_exit_code"] = exit_code
+        if exit_code != 0:
+            tail = log_tail(log_path)
+            warnings.append(
+                f"the program {describe_exit(exit_code)} after {watched:.1f} s" + (f"; log: {tail}" if tail else "")
+            )
+    if attached and not _alive(root):
+        warnings.append(f"pid {root} ended while it was watched")
+    record.warnings = warnings
+    record.extra["watch"] = {"traces": store.relative(workdir), "interrupted": interrupted, "attached": attached}
+    series_path = store.series_path(cell.id, 0)
+    if write_series(series_path, ChildStream(start_wall=t0), results):
+        record.series = store.relative(series_path)
+    store.append(record)
+    store.update_meta(state="interrupted" if interrupted else "finished", ended=utc_now())
+    return store, record
+
+
+def _wait(proc: subprocess.Popen[bytes] | None, root: int, duration: float | None) -> int | None:
+    """Until the duration ends or the program exits; its exit code, or None if it still ran."""
+    deadline = time.monotonic() + duration if duration else None
+    while deadline is None or time.monotonic() < deadline:
+        if proc is not None:
+            code = proc.poll()
+            if code is not None:
+                return code
+        elif not _alive(root):
+            return None
+        time.sleep(0.1)
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

@@ -1,0 +1,262 @@
+"""What the instruments saw, as a record's metrics: the where-the-time-went tables per role
+and per process, time series, and the generic signals (harness.vocabulary.SIGNALS) that
+the diagnosis rules read.
+
+Each signal is taken from the process or role where the symptom is strongest, and comes
+with where it was seen (`*_process`, `*_role`, `*_site`: a file:line and its source), so
+a finding can say which process and which line. Helper and harness processes
+(harness.watch.roles.IGNORED) are in the tables but never in a signal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from harness.monitors.procstat import ProcInfo
+from harness.watch.breakdown import INDEX, Breakdown, shares
+from harness.watch.chrometrace import ThreadTimeline
+from harness.watch.classify import BLOCKED, BUSY, CATEGORIES, GIL_WAIT, IPC, SLEEP
+from harness.watch.roles import IGNORED, MAIN, WORKERS
+
+PROCESS_TABLE_MAX = 64
+MIN_THIRD_BUSY_S = 0.2  # busy seconds a role needs in the first and last third to compare them
+MIN_GIL_BUSY_S = 0.5
+_CUDA = re.compile(r"\bcuda(:\d+)?\b", re.IGNORECASE)
+_BUSY_COLS = [INDEX[c] for c in (*BUSY, GIL_WAIT)]
+_WAIT_COLS = [INDEX[c] for c in (SLEEP, BLOCKED)]
+
+
+def _rates(info: ProcInfo) -> dict[str, float]:
+    """CPU, wake-ups and traffic of one process over the samples /proc gave."""
+    s = info.samples
+    if len(s) < 2 or s[-1][0] <= s[0][0]:
+        return {}
+    dt = s[-1][0] - s[0][0]
+    return {
+        "cpu_cores": (s[-1][1] - s[0][1]) / dt,
+        "wakeups_hz": (s[-1][6] - s[0][6]) / dt,
+        "read_mb_s": (s[-1][2] - s[0][2]) / dt / 2**20,
+        "write_mb_s": (s[-1][3] - s[0][3]) / dt / 2**20,
+    }
+
+
+def _write_size(info: ProcInfo) -> tuple[float, float, float] | None:
+    """Bytes per write call over the first and the last third of its samples, and the
+    bytes written in the last third."""
+    s = info.samples
+    if len(s) < 4:
+        return None
+    t0, t1 = s[0][0], s[-1][0]
+    cut1, cut2 = t0 + (t1 - t0) / 3, t1 - (t1 - t0) / 3
+    early = [x for x in s if x[0] <= cut1]
+    late = [x for x in s if x[0] >= cut2]
+    if len(early) < 2 or len(late) < 2:
+        return None
+
+    def per_call(part: list[tuple[float, float, int, int, int, int, int]]) -> float | None:
+        calls = part[-1][5] - part[0][5]
+        return (part[-1][3] - part[0][3]) / calls if calls > 0 else None
+
+    a, b = per_call(early), per_call(late)
+    if a is None or b is None:
+        return None
+    return a, b, float(late[-1][3] - late[0][3])
+
+
+def _top_sites(lines: Sequence[ThreadTimeline]) -> dict[str, str]:
+    """category -> the line most of that category's time was spent on."""
+    sites: Counter[tuple[str, str]] = Counter()
+    for line in lines:
+        sites.update(line.sites)
+    best: dict[str, tuple[float, str]] = {}
+    for (category, site), seconds in sites.items():
+        if seconds > best.get(category, (0.0, ""))[0]:
+            best[category] = (seconds, site)
+    return {category: site for category, (_, site) in best.items()}
+
+
+def _pct(values: Mapping[str, float]) -> dict[str, float]:
+    return {k: round(100.0 * v, 1) for k, v in values.items()}
+
+
+def collect(
+    breakdown: Breakdown,
+    procs: Mapping[int, ProcInfo],
+    roles: Mapping[int, str],
+    timelines: Sequence[ThreadTimeline],
+    entries: Mapping[int, str | None],
+    threads: Mapping[tuple[int, int], list[tuple[float, float, float, int]]],
+    program: Sequence[str] | None = None,
+) -> tuple[dict[str, Any], list[tuple[float, str, float]]]:
+    """(metrics, series) from everything the instruments saw; `threads` is /proc's
+    per-thread samples, (pid, tid) -> [(wall, run_s, runq_s, voluntary switches)]."""
+    metrics: dict[str, Any] = {}
+    by_pid: dict[int, list[ThreadTimeline]] = {}
+    for line in timelines:
+        by_pid.setdefault(line.pid, []).append(line)
+    rates = {pid: _rates(info) for pid, info in procs.items()}
+    window = float(breakdown.edges[-1] - breakdown.edges[0])
+
+    # ------------------------------------------------------------ tables
+    table: dict[str, dict[str, Any]] = {}
+    for pid, info in procs.items():
+        arr = breakdown.process(pid)
+        table[str(pid)] = {
+            "role": roles.get(pid, "?"),
+            "entry": entries.get(pid),
+            "name": info.name,
+            "threads": len(by_pid.get(pid, [])),
+            **{k: round(v, 3) for k, v in rates[pid].items()},
+            **({"pct": _pct(shares(arr))} if arr.sum() > 0 else {}),
+            **({"sites": _top_sites(by_pid[pid])} if pid in by_pid else {}),
+        }
+    busiest = sorted(table, key=lambda p: -float(table[p].get("cpu_cores", 0.0)))[:PROCESS_TABLE_MAX]
+    metrics["watch_procs"] = {p: table[p] for p in busiest}
+    role_table: dict[str, dict[str, Any]] = {}
+    for role in dict.fromkeys(roles[p] for p in procs if p in roles):
+        pids = [p for p in procs if roles.get(p) == role]
+        arr = breakdown.group(pids)
+        row: dict[str, Any] = {"processes": len(pids), "threads": sum(len(by_pid.get(p, [])) for p in pids)}
+        for key in ("cpu_cores", "wakeups_hz", "read_mb_s", "write_mb_s"):
+            row[key] = round(sum(rates[p].get(key, 0.0) for p in pids), 3)
+        if arr.sum() > 0:
+            row["pct"] = _pct(shares(arr))
+        role_table[role] = row
+    metrics["watch_roles"] = role_table
+
+    # ------------------------------------------------------------ signals
+    program_pids = [p for p in procs if roles.get(p) not in IGNORED]
+    sleepy = []
+    in_program = set(program_pids)
+    for (pid, tid), arr in breakdown.threads.items():
+        samples = threads.get((pid, tid)) or []
+        if pid not in in_program or arr.sum() <= 0 or len(samples) < 2 or samples[-1][0] <= samples[0][0]:
+            continue
+        share = float(arr[:, INDEX[SLEEP]].sum() / arr.sum())
+        wakeups = (samples[-1][3] - samples[0][3]) / (samples[-1][0] - samples[0][0])
+        sleepy.append((share * wakeups, share, wakeups, pid, tid))
+    if sleepy:
+        _, share, wakeups, pid, tid = max(sleepy)
+        metrics["sleep_share"] = share
+        metrics["wakeups_hz"] = wakeups
+        metrics["sleep_process"] = f"pid {pid} ({roles.get(pid)}), thread {breakdown.names.get((pid, tid), tid)}"
+        site = _top_sites([line for line in by_pid.get(pid, []) if line.tid == tid]).get(SLEEP)
+        if site:
+            metrics["sleep_site"] = site
+
+    gil = []
+    for pid in program_pids:
+        if len(by_pid.get(pid, [])) < 2:
+            continue
+        arr = breakdown.process(pid)
+        wanting = float(arr[:, _BUSY_COLS].sum())
+        if wanting >= MIN_GIL_BUSY_S:
+            gil.append((float(arr[:, INDEX[GIL_WAIT]].sum()) / wanting, wanting, pid))
+    if gil:
+        share, wanting, pid = max(gil)
+        metrics["gil_wait_share"] = share
+        metrics["gil_threads"] = wanting / window if window > 0 else 0.0
+        metrics["gil_cpu_cores"] = rates[pid].get("cpu_cores")
+        metrics["gil_process"] = f"pid {pid} ({roles.get(pid)})"
+
+    ipc = []
+    third = max(1, breakdown.bins // 3)
+    for role in {roles[p] for p in program_pids if p in roles}:
+        pids = [p for p in program_pids if roles.get(p) == role]
+        arr = breakdown.group(pids)
+        early, late = arr[:third], arr[-third:]
+        busy_early, busy_late = early[:, _BUSY_COLS].sum(), late[:, _BUSY_COLS].sum()
+        if breakdown.bins < 3 or busy_early < MIN_THIRD_BUSY_S or busy_late < MIN_THIRD_BUSY_S:
+            continue
+        share_early = float(early[:, INDEX[IPC]].sum() / busy_early)
+        share_late = float(late[:, INDEX[IPC]].sum() / busy_late)
+        ipc.append((share_late, max(share_early, 0.01), role, pids))
+    if ipc:
+        share_late, share_early, role, pids = max(ipc)
+        metrics["ipc_share"] = share_late
+        metrics["ipc_share_growth"] = share_late / share_early
+        metrics["ipc_role"] = role
+        site = _top_sites([line for p in pids for line in by_pid.get(p, [])]).get(IPC)
+        if site:
+            metrics["ipc_site"] = site
+    sizes = [(size[2], size, pid) for pid in program_pids if (size := _write_size(procs[pid])) is not None]
+    if sizes:
+        _, (early, late, _), pid = max(sizes)
+        metrics["write_size_growth"] = late / early if early > 0 else None
+        metrics["write_size_bytes"] = {
+            "early": round(early),
+            "late": round(late),
+            "process": f"pid {pid} ({roles.get(pid)})",
+        }
+
+    workers = [p for p in program_pids if roles.get(p) == WORKERS and "cpu_cores" in rates[p]]
+    if workers:
+        metrics["worker_cpu_pct"] = {str(p): round(100.0 * rates[p]["cpu_cores"], 2) for p in workers}
+        waiting = {}
+        for p in workers:
+            arr = breakdown.process(p)
+            if arr.sum() > 0:
+                waiting[str(p)] = round(100.0 * float(arr[:, _WAIT_COLS].sum() / arr.sum()), 1)
+        if waiting:
+            metrics["worker_wait_pct"] = waiting
+        metrics["main_cpu_pct"] = 100.0 * sum(
+            rates[p].get("cpu_cores", 0.0) for p in program_pids if roles.get(p) != WORKERS
+        )
+    if program is not None or any(roles.get(p) == MAIN for p in procs):
+        words = list(program or next((procs[p].cmdline for p in procs if roles.get(p) == MAIN), []))
+        metrics["gpu_asked"] = 1.0 if any(_CUDA.search(w) for w in words) else 0.0
+
+    return metrics, _series(breakdown, procs, roles)
+
+
+def _series(
+    breakdown: Breakdown, procs: Mapping[int, ProcInfo], roles: Mapping[int, str]
+) -> list[tuple[float, str, float]]:
+    """Per role and bin: each category's share of its thread time, and its CPU, wake-ups
+    and traffic (from /proc's cumulative counters, interpolated at the bin edges)."""
+    edges = breakdown.edges
+    mids = (edges[:-1] + edges[1:]) / 2
+    widths = np.diff(edges)
+    rows: list[tuple[float, str, float]] = []
+    for role in sorted(set(roles.values()) - set(IGNORED)):
+        pids = [p for p in procs if roles.get(p) == role]
+        arr = breakdown.group(pids)
+        totals = arr.sum(axis=1)
+        for name, i in INDEX.items():
+            if arr[:, i].sum() <= 0:
+                continue
+            share = np.divide(arr[:, i], totals, out=np.zeros_like(totals), where=totals > 0)
+            rows += [
+                (float(t), f"where_{role}_{name}", float(v))
+                for t, v, n in zip(mids, share, totals, strict=True)
+                if n > 0
+            ]
+        sums = np.zeros((len(widths), 4))
+        for pid in pids:
+            s = procs[pid].samples
+            if len(s) < 2:
+                continue
+            walls = np.array([x[0] for x in s])
+            inside = (edges[:-1] >= walls[0] - 1e-6) & (edges[1:] <= walls[-1] + 1e-6)
+            for j, col in enumerate((1, 6, 2, 3)):
+                at = np.interp(edges, walls, np.array([float(x[col]) for x in s]))
+                sums[:, j] += np.where(inside, np.diff(at), 0.0)
+        if not sums.any():
+            continue
+        per_s = sums / widths[:, None]
+        for j, (name, scale) in enumerate(
+            (
+                (f"cpu_{role}_cores", 1.0),
+                (f"wakeups_{role}_hz", 1.0),
+                (f"read_{role}_mb_s", 2**-20),
+                (f"write_{role}_mb_s", 2**-20),
+            )
+        ):
+            rows += [(float(t), name, float(v * scale)) for t, v in zip(mids, per_s[:, j], strict=True)]
+    assert len(CATEGORIES) == len(INDEX)
+    return rows

@@ -1,0 +1,270 @@
+"""The watch instruments' parts on made-up input: stacks -> categories, py-spy's trace ->
+timed spans, roles, the GIL split, log rates, the torch hook, the new rules. No program is
+watched here (tests/harness/test_watch.py does that)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from harness.diagnosis import diagnose
+from harness.errors import UserError
+from harness.monitors.logrates import DEFAULT_PATTERN, LogRatesMonitor, compile_pattern, parse_line, rate_name
+from harness.monitors.torch_calls import TorchCallsMonitor, hook_env
+from harness.vocabulary import WATCH_SUITE
+from harness.watch import breakdown, roles
+from harness.watch.chrometrace import ThreadTimeline, parse
+from harness.watch.classify import Frame, classify, entry_function
+from tests.records import make_record
+
+STD = "/usr/lib/python3.11"
+
+
+def lines(mapping):
+    return lambda filename, line: mapping.get((filename, line), "")
+
+
+# ------------------------------------------------------------------ classify
+@pytest.mark.parametrize(
+    ("frames", "source", "category"),
+    [
+        ([Frame("learner", "/p/a.py", 3)], {("/p/a.py", 3): "time.sleep(0.001)"}, "sleep"),
+        ([Frame("f", "/p/a.py", 5)], {("/p/a.py", 5): "x += k"}, "compute"),
+        ([Frame("Condition.wait", f"{STD}/threading.py", 327), Frame("Queue.get", f"{STD}/queue.py", 171)], {}, "blocked"),
+        ([Frame("Connection._recv", f"{STD}/multiprocessing/connection.py", 395)], {}, "blocked"),
+        ([Frame("Connection._send", f"{STD}/multiprocessing/connection.py", 384)], {}, "ipc"),
+        ([Frame("ForkingPickler.dumps", f"{STD}/multiprocessing/reduction.py", 51)], {}, "ipc"),
+        ([Frame("Queue.get", f"{STD}/multiprocessing/queues.py", 122)], {(f"{STD}/multiprocessing/queues.py", 122): "return _ForkingPickler.loads(res)"}, "ipc"),
+        ([Frame("run", "/p/a.py", 9)], {("/p/a.py", 9): "lock.acquire()"}, "blocked"),
+        ([Frame("tasks", "/p/a.py", 9)], {("/p/a.py", 9): "for t in iter(taskqueue.get, None):"}, "blocked"),
+        ([Frame("forward", "/p/net.py", 4), Frame("Module._call_impl", "/site/torch/nn/modules/module.py", 1527)], {}, "torch"),
+        ([Frame("synchronize", "/site/torch/cuda/__init__.py", 800), Frame("step", "/p/a.py", 2)], {}, "cuda_sync"),
+        ([], {}, "compute"),
+    ],
+    ids=["sleep", "compute", "queue", "pipe-read", "send", "pickle", "unpickle-line", "lock-line", "iter-get", "torch", "cuda-sync", "empty"],
+)
+def test_a_stack_gets_the_category_of_what_it_waits_on_or_runs(frames, source, category):
+    assert classify(frames, line_of=lines(source)) == category
+
+
+def test_the_entry_of_a_multiprocessing_child_is_its_target():
+    frames = [
+        Frame("actor", "/p/a.py", 6),
+        Frame("BaseProcess.run", f"{STD}/multiprocessing/process.py", 108),
+        Frame("BaseProcess._bootstrap", f"{STD}/multiprocessing/process.py", 314),
+        Frame("<module>", "/p/a.py", 29),
+    ]
+    assert entry_function(frames) == "actor"
+    assert entry_function(frames[3:]) == "<module>"
+
+
+# ------------------------------------------------------------------ chrometrace
+def event(ph, name, ts, filename="", line=0, tid=7):
+    return {"ph": ph, "name": name, "ts": ts, "pid": 11, "tid": tid, "cat": "py-spy", "args": {"filename": filename, "line": line}}
+
+
+def test_a_trace_replays_into_timed_spans_per_thread(tmp_path):
+    src = tmp_path / "prog.py"
+    src.write_text("import time\nwhile True:\n    time.sleep(0.001)\n    x = 1\n")
+    events = [
+        event("B", "thread (1234): MainThread", 0),
+        event("B", "<module>", 0, str(src), 3),  # sleeping for 0.5 s
+        event("E", "<module>", 500_000, str(src), 3),
+        event("B", "<module>", 500_000, str(src), 4),  # computing for 0.25 s
+        event("E", "<module>", 750_000, str(src), 4),
+        event("E", "thread (1234): MainThread", 750_000),
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(events))
+    (line,) = parse(path, start_wall=100.0)
+    assert (line.pid, line.tid, line.name) == (11, 1234, "MainThread")
+    assert line.spans == [(100.0, 100.5, "sleep"), (100.5, 100.75, "compute")]
+    assert line.sites.most_common(1)[0][0][0] == "sleep" and "time.sleep(0.001)" in line.sites.most_common(1)[0][0][1]
+
+
+def test_a_missing_or_torn_trace_gives_nothing(tmp_path):
+    torn = tmp_path / "torn.json"
+    torn.write_text('[{"ph": "B"')
+    assert parse(tmp_path / "absent.json", 0.0) == [] and parse(torn, 0.0) == []
+
+
+# ------------------------------------------------------------------ roles
+def test_roles_come_from_the_tree_and_what_each_process_runs():
+    procs = {
+        1: roles.Proc(1, 0, ["python", "-m", "harness.cell", "{}", "out"], 0.0),
+        2: roles.Proc(2, 1, ["python", "train.py"], 0.1),
+        3: roles.Proc(3, 2, ["python", "-c", "from multiprocessing.resource_tracker import main;main(5)"], 0.2),
+        **{pid: roles.Proc(pid, 2, ["python", "train.py"], 0.3) for pid in (4, 5, 6)},
+        7: roles.Proc(7, 2, ["python", "train.py"], 0.3),
+    }
+    entries = {2: "<module>", 4: "actor", 5: "actor", 6: "actor", 7: "learner"}
+    assert roles.assign(procs, entries) == {1: "harness", 2: "main", 3: "helper", 4: "workers", 5: "workers", 6: "workers", 7: "server"}
+
+
+# ------------------------------------------------------------------ breakdown (GIL split)
+def sched(run_per_s, wakeups_per_s, start=0.0, end=4.0, step=0.5):
+    return [(t, run_per_s * (t - start), 0.0, int(wakeups_per_s * (t - start))) for t in np.arange(start, end + 1e-9, step)]
+
+
+def busy_thread(tid):
+    return ThreadTimeline(9, tid, f"T{tid}", [(0.0, 4.0, "compute")])
+
+
+def test_busy_time_the_kernel_did_not_run_is_gil_wait_when_the_thread_wakes_like_a_gil_waiter():
+    edges = breakdown.bin_edges(0.0, 4.0)
+    threads = {(9, 1): sched(0.25, 200), (9, 2): sched(0.25, 200)}
+    out = breakdown.build(edges, [busy_thread(1), busy_thread(2)], threads)
+    share = breakdown.shares(out.process(9))
+    assert share["gil_wait"] == pytest.approx(0.75, abs=0.05) and share["compute"] == pytest.approx(0.25, abs=0.05)
+
+
+def test_busy_time_without_wakeups_is_an_unknown_blocking_call_not_the_gil():
+    edges = breakdown.bin_edges(0.0, 4.0)
+    threads = {(9, 1): sched(0.25, 0), (9, 2): sched(1.0, 0)}
+    out = breakdown.build(edges, [busy_thread(1), busy_thread(2)], threads)
+    first = breakdown.shares(out.threads[(9, 1)])
+    assert first["gil_wait"] == 0.0 and first["blocked"] == pytest.approx(0.75, abs=0.05)
+
+
+def test_a_lone_thread_is_never_waiting_for_the_gil():
+    out = breakdown.build(breakdown.bin_edges(0.0, 4.0), [busy_thread(1)], {(9, 1): sched(0.1, 200)})
+    assert breakdown.shares(out.process(9))["gil_wait"] == 0.0
+
+
+def test_bins_cover_the_window_and_stay_few():
+    assert len(breakdown.bin_edges(0.0, 4.2)) - 1 == 5
+    assert len(breakdown.bin_edges(0.0, 3600.0)) - 1 == breakdown.MAX_BINS
+
+
+# ------------------------------------------------------------------ log rates
+@pytest.mark.parametrize(
+    ("line", "found"),
+    [
+        ("Iteration 4500 (33.4 iter/s)", [("log_iter_per_s", 33.4)]),
+        ("12 games, 68.3 games/min", [("log_games_per_min", 68.3)]),
+        ("100%|####| 50/50 [00:01<00:00, 33.40it/s]", [("log_it_per_s", 33.4)]),
+        ("3600 frames/hour", [("log_frames_per_min", 60.0)]),
+        ("loss 0.31 lr 1e-3 took 12 ms/step", []),
+    ],
+)
+def test_the_default_pattern_reads_the_rates_programs_print(line, found):
+    import re
+
+    assert parse_line(line, [re.compile(DEFAULT_PATTERN)]) == found
+
+
+def test_a_user_pattern_needs_its_value_group_and_names_the_rate():
+    pattern = compile_pattern(r"speed=(?P<value>[\d.]+) (?P<unit>\w+)/(?P<per>s)")
+    assert parse_line("speed=12.5 samples/s", [pattern]) == [("log_samples_per_s", 12.5)]
+    assert parse_line("x=3", [compile_pattern(r"x=(\d+)")]) == [("log_rate", 3.0)]
+    for bad in ("(unclosed", r"(a)(b)"):
+        with pytest.raises(UserError, match="--rate-regex"):
+            compile_pattern(bad)
+    assert rate_name(None, None) == ("log_rate", 1.0)
+
+
+def test_rates_followed_in_a_growing_log_give_a_median_and_a_drift(tmp_path):
+    log = tmp_path / "out.log"
+    log.write_text("".join(f"Iteration {i} ({100 - 4 * i:.1f} iter/s)\n" for i in range(12)) + "Iteration 12 (52")
+    monitor = LogRatesMonitor([log])
+    monitor.read_once()
+    assert monitor.rate_lines == 12  # the unfinished last line waits for its end
+    times = iter(range(100))
+    monitor.points = [(float(next(times)), name, value) for _, name, value in monitor.points]
+    result = monitor.stop()
+    assert result.metrics["log_iter_per_s"] == pytest.approx(78.0)
+    assert result.metrics["log_iter_per_s_drift_pct_per_min"] < -100
+
+
+# ------------------------------------------------------------------ torch hook
+def test_the_hook_records_top_level_calls_only_where_the_program_imports_torch(tmp_path):
+    pytest.importorskip("torch")
+    program = tmp_path / "prog.py"
+    program.write_text(
+        "import sys, threading\n"
+        "assert 'torch' not in sys.modules\n"
+        "import torch\n"
+        "net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))\n"
+        "def f():\n"
+        "    for _ in range(50): net(torch.zeros(1, 4))\n"
+        "ts = [threading.Thread(target=f) for _ in range(3)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\n"
+        "net(torch.zeros(6, 4))\n"
+    )
+    plain = tmp_path / "plain.py"
+    plain.write_text("import sys\nassert 'torch' not in sys.modules\nprint('ok')\n")
+    monitor = TorchCallsMonitor(tmp_path / "side")
+    env = monitor.environ({"PATH": "/usr/bin:/bin"})
+    for script in (program, plain):
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    metrics = monitor.stop().metrics
+    assert metrics["torch_calls"] == 151 and metrics["torch_modules"] == {"Sequential": 151}
+    assert metrics["batch_hist"] == {"1": 150.0, "6": 1.0}
+    assert metrics["batch_limit"] == 4 * 6  # three threads and the main one called the net; its largest batch was 6
+    assert list(metrics["worker_devices"].values()) == ["cpu"]
+    assert metrics["torch_hook_us_per_call"] > 0
+
+
+def test_the_hook_runs_the_sitecustomize_it_shadows(tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "sitecustomize.py").write_text("import builtins\nbuiltins.CHAINED = True\n")
+    env = hook_env({"PATH": "/usr/bin:/bin", "PYTHONPATH": str(other)}, tmp_path / "side")
+    done = subprocess.run([sys.executable, "-c", "import builtins; print(builtins.CHAINED)"], env=env, capture_output=True, text=True)
+    assert done.stdout.strip() == "True", done.stderr
+
+
+def test_without_the_hook_the_record_says_why(tmp_path):
+    metrics = TorchCallsMonitor(tmp_path, enabled=False, reason="off (--no-torch-hook)").stop().metrics
+    assert metrics == {"torch_reason": "off (--no-torch-hook)"}
+
+
+# ------------------------------------------------------------------ the rules on made-up records
+def watch_record(metrics):
+    return make_record("w", {"measure_s": 5.0, **metrics}, {"command": "python prog.py"}, suite=WATCH_SUITE)
+
+
+def rules_of(metrics):
+    return [(f.rule, f.severity) for f in diagnose([watch_record(metrics)], {"cpu_cores": 2})]
+
+
+@pytest.mark.parametrize(
+    ("metrics", "expected"),
+    [
+        ({"sleep_share": 0.9, "wakeups_hz": 800.0, "sleep_site": "a.py:3 f: time.sleep(0.001)"}, ("BUSY_WAIT", "warning")),
+        ({"ipc_share": 0.6, "ipc_share_growth": 1.1, "write_size_growth": 3.0}, ("SERIALIZATION", "warning")),
+        ({"gil_wait_share": 0.6, "gil_threads": 4.0, "gil_cpu_cores": 1.0}, ("GIL_BOUND", "warning")),
+        ({"batch_mean": 1.0, "batch_limit": 16}, ("SMALL_BATCHES", "warning")),
+        ({"worker_devices": {"11": "cpu", "12": "cpu"}, "gpu_asked": 1.0}, ("NET_OFF_DEVICE", "warning")),
+        ({"worker_devices": {"11": "cpu", "12": "cuda:0"}, "gpu_asked": 0.0}, ("NET_OFF_DEVICE", "warning")),
+        ({"worker_devices": {"11": "cpu"}, "gpu_asked": 0.0, "gpu_util_mean": 0.0}, ("NET_OFF_DEVICE", "info")),
+        ({"worker_wait_pct": {"1": 99.0, "2": 98.0, "3": 97.0}, "worker_cpu_pct": {"1": 1.0, "2": 1.0, "3": 1.0}, "log_iter_per_s": 50.0}, ("IDLE_WORKERS", "warning")),
+    ],
+    ids=["busy-wait", "serialization", "gil", "small-batches", "net-asked", "net-mixed", "net-present", "idle-workers"],
+)
+def test_each_watch_rule_fires_on_its_signals(metrics, expected):
+    assert rules_of(metrics) == [expected]
+
+
+@pytest.mark.parametrize(
+    "metrics",
+    [
+        {"sleep_share": 0.9, "wakeups_hz": 2.0},  # a thread that sleeps 0.5 s between progress lines
+        {"sleep_share": 0.05, "wakeups_hz": 5000.0},  # wakes a lot, but on data, not from sleep
+        {"ipc_share": 0.6, "ipc_share_growth": 1.6, "write_size_growth": 1.0},  # busy IPC of steady messages
+        {"gil_wait_share": 0.6, "gil_threads": 4.0, "gil_cpu_cores": 3.5},  # threads that release the GIL
+        {"gil_wait_share": 0.1, "gil_threads": 4.0, "gil_cpu_cores": 1.0},
+        {"batch_mean": 16.0, "batch_limit": 16},
+        {"worker_devices": {"11": "cpu"}, "gpu_asked": 0.0},  # no GPU asked or present
+        {"worker_wait_pct": {"1": 99.0, "2": 20.0, "3": 10.0}, "worker_cpu_pct": {"1": 1.0, "2": 80.0, "3": 90.0}, "log_iter_per_s": 50.0},
+        {"worker_wait_pct": {"1": 99.0, "2": 99.0}, "worker_cpu_pct": {"1": 0.0, "2": 0.0}},  # no progress either
+    ],
+    ids=["slow-sleeper", "data-wakeups", "steady-ipc", "gil-released", "little-gil", "full-batches", "no-gpu", "busy-workers", "stalled"],
+)
+def test_the_watch_rules_stay_quiet_on_healthy_signals(metrics):
+    assert rules_of(metrics) == []

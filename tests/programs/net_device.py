@@ -1,0 +1,34 @@
+"""Worker processes that run a net on the device they were given, falling back to the CPU
+without a word when CUDA is not there (the classic silent fallback).
+
+`python net_device.py --device cuda` asks for the GPU; `--device cpu` asks for the CPU.
+"""
+
+import argparse
+import multiprocessing as mp
+import time
+
+import torch
+
+
+def worker(device):
+    torch.set_num_threads(1)
+    net = torch.nn.Linear(32, 4).to(device)
+    x = torch.randn(8, 32, device=device)
+    with torch.no_grad():
+        while True:
+            net(x)
+            time.sleep(0.005)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+    device = args.device if torch.cuda.is_available() else "cpu"
+    workers = [mp.Process(target=worker, args=(device,), daemon=True) for _ in range(2)]
+    for w in workers:
+        w.start()
+    while True:
+        time.sleep(0.5)
+        print("evaluating", flush=True)
