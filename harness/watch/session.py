@@ -25,9 +25,8 @@ from typing import Any
 
 import psutil
 
-from harness import metadata
+from harness import interrupts, metadata
 from harness.errors import UserError
-from harness.execute import sigterm_as_interrupt
 from harness.matrix import Cell, cell_id
 from harness.monitors import Monitor, MonitorResult, default_monitors
 from harness.processes import ENV_CELL, ENV_RUN, alive, describe_exit, kill_tree, log_tail, marked_processes, tree
@@ -124,7 +123,7 @@ def watch(
     cell = Cell(WATCH_SUITE, params, duration, 0.0, None, 1, duration or 0.0, cell_id(WATCH_SUITE, params))
     store = new_store(out, target, cell, _label(target))
     key = f"{cell.id}-0"
-    log_path = store.log_path(cell.id, 0)
+    log_path = store.log_path(f"{cell.id}-0")
     workdir = store.root / WATCH_DIR / key
     attached = target.pid is not None
     logs = _file_outputs(target.pid) if attached else [log_path]
@@ -161,7 +160,7 @@ def watch(
     known: dict[int, psutil.Process] = {}
     results: list[MonitorResult] = []
     try:
-        with sigterm_as_interrupt():
+        with interrupts.deferred():  # Ctrl-C and SIGTERM act at the wait's safe points
             try:
                 exit_code = _wait(proc, root, duration)
             except KeyboardInterrupt:
@@ -199,7 +198,7 @@ def watch(
         warnings.append(f"pid {root} ended while it was watched")
     record.warnings = warnings
     record.extra["watch"] = {"traces": store.relative(workdir), "interrupted": interrupted, "attached": attached}
-    series_path = store.series_path(cell.id, 0)
+    series_path = store.series_path(f"{cell.id}-0")
     if write_series(series_path, ChildStream(start_wall=t0), results):
         record.series = store.relative(series_path)
     store.append(record)
@@ -217,7 +216,8 @@ def _wait(proc: subprocess.Popen[bytes] | None, root: int, duration: float | Non
                 return code
         elif not _alive(root):
             return None
-        time.sleep(0.1)
+        interrupts.check()
+        time.sleep(interrupts.POLL_S)
     return None
 
 
