@@ -17,7 +17,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from harness.errors import UserError
-from harness.probe import Suite
+from harness.suite import Suite
 from harness.vocabulary import OWN_VOCABULARIES, Vocabulary
 
 GROUP = "harness.suites"

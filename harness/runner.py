@@ -26,7 +26,6 @@ from harness.errors import UserError
 from harness.matrix import Cell
 from harness.monitors import Monitor, MonitorResult, default_monitors
 from harness.monitors.memory import LimitHit, MemoryMonitor
-from harness.probe import MEMORY_LIMIT_ENV
 from harness.processes import (
     alive,
     child_env,
@@ -41,6 +40,7 @@ from harness.pyspy import dump_stacks
 from harness.record import Record
 from harness.registry import get_suite
 from harness.store import RunStore, utc_now
+from harness.suite import MEMORY_LIMIT_ENV
 
 # Called at a deadline, before anything is killed, with the cell's live processes and the
 # store; returns a path (relative to the run directory) of what it saved, or None.

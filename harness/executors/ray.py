@@ -28,11 +28,11 @@ from harness import interrupts
 from harness.errors import UserError
 from harness.executors.base import Job, OnRecord, OnStart
 from harness.matrix import Cell
-from harness.probe import Resources
 from harness.record import Record
 from harness.registry import get_suite
 from harness.runner import CellRunner
 from harness.store import CELLS_FILE, RUN_FILE, RunStore
+from harness.suite import Resources
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
