@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report import figures
-from harness.report.html import Charts, Raw, esc, page, table
+from harness.report.html_page import Charts, Raw, esc, page, table
 
 
 def _run_summary(name: str, run_dir: Path, meta: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -13,7 +13,7 @@ from harness.diagnosis.findings import severity_rank
 from harness.record import Record
 from harness.report import evidence
 from harness.report.figures import primary_rate, varying_params
-from harness.report.html import fmt
+from harness.report.html_page import fmt
 from harness.results import summary_frame
 
 MARKDOWN_FILE = "summary.md"
