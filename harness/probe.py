@@ -275,7 +275,7 @@ class Probe:
         rates = [(c1 - c0) / (t1 - t0) for (t0, c0), (t1, c1) in zip(self._settle, self._settle[1:], strict=False)]
         name = self._settle_counter()
         fit = trend(rates[-steady.window :])
-        how = f"trend {fit[0]:+.1%} (p of a rise {fit[1]:.2f}) over {steady.window * steady.period_s:.2g} s" if fit else "no counts"
+        how = f"trend {fit[0]:+.1%} (t {fit[1]:.1f}) over {steady.window * steady.period_s:.2g} s" if fit else "no counts"
         if settled(rates, steady):
             self._enter_measure(now, f"{name} rate settled after {elapsed:.1f} s ({how})")
         elif elapsed >= steady.cap_s:

@@ -22,7 +22,12 @@ PERIOD_S = 0.5  # one rate per half second: a few seconds of window at most ...
 MIN_PERIOD_S = 0.1  # ... or a tenth of a short measured window, not less than this
 WINDOW = 6  # rates judged together (3 s at the full period)
 TOLERANCE = 0.10  # a rise of at most 10 % across the window is no rise
-SIGNIFICANCE = 0.05  # nor is a rise the window's noise cannot tell from none (one-sided)
+# nor is a rise the window's noise cannot tell from none: the slope's t statistic below the
+# one-sided 5 % point of Student's t with WINDOW - 2 degrees of freedom
+# (scipy.stats.t.ppf(0.95, 4) = 2.1318). A constant, not scipy: the probe runs in the cell's
+# main process, which on an oversubscribed machine may get 1 % of a core, and importing
+# scipy.stats there took a minute of its warm-up.
+T_CRITICAL = 2.1318
 DEFAULT_CAP_S = 10.0
 MODES = ("auto", "off")
 
@@ -46,18 +51,19 @@ class Steady:
 
 
 def trend(rates: Sequence[float]) -> tuple[float, float] | None:
-    """(the least-squares line's change across the rates as a share of their mean, the
-    one-sided p-value of a rise); None when there are too few rates or nothing happened."""
+    """(the least-squares line's change across the rates as a share of their mean, the t
+    statistic of its slope); None when there are too few rates or nothing happened."""
     r = np.asarray(rates, dtype=float)
     if r.size < 3 or r.mean() <= 0:
         return None
-    if np.ptp(r) == 0:
-        return 0.0, 1.0
-    from scipy.stats import linregress
-
-    fit = linregress(np.arange(r.size), r, alternative="greater")
-    p_rise = float(fit.pvalue) if np.isfinite(fit.pvalue) else 1.0
-    return float(fit.slope * (r.size - 1) / r.mean()), p_rise
+    x = np.arange(r.size, dtype=float)
+    x -= x.mean()
+    slope = float(np.dot(x, r - r.mean()) / np.dot(x, x))
+    residuals = r - r.mean() - slope * x
+    dof = r.size - 2
+    se = float(np.sqrt(np.dot(residuals, residuals) / dof / np.dot(x, x)))
+    t = slope / se if se > 0 else (0.0 if slope == 0 else float("inf") * np.sign(slope))
+    return slope * (r.size - 1) / float(r.mean()), float(t)
 
 
 def settled(rates: Sequence[float], rule: Steady) -> bool:
@@ -66,4 +72,4 @@ def settled(rates: Sequence[float], rule: Steady) -> bool:
     if len(rates) < rule.window:
         return False
     fit = trend(rates[-rule.window :])
-    return fit is not None and (fit[0] <= rule.tolerance or fit[1] > SIGNIFICANCE)
+    return fit is not None and (fit[0] <= rule.tolerance or fit[1] <= T_CRITICAL)

@@ -157,3 +157,20 @@ def test_a_target_not_reached_within_the_cap_is_said():
 def test_bad_targets_say_the_form(text):
     with pytest.raises(ValueError, match="METRIC<=VALUE"):
         Target.parse(text)
+
+
+def test_the_warm_up_test_imports_no_scipy_in_the_cells_main_process():
+    # an oversubscribed cell's main process may get 1 % of a core: importing scipy.stats
+    # there once held a 128-worker cell's warm-up for a minute
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from harness.probe import Probe, Rate; from harness.steady import Steady\\n"
+        "t = [0.0]; p = Probe(duration_s=1, clock=lambda: t[0], steady=Steady(period_s=0.1), rates=(Rate('units'),))\\n"
+        "while p.current_phase == 'warmup':\\n"
+        "    t[0] += 0.05; p.count('units', 10 + 100 * t[0]); p.should_stop()\\n"
+        "assert 'scipy.stats' not in sys.modules, 'scipy.stats was imported'\\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
