@@ -166,11 +166,11 @@ def test_the_warm_up_test_imports_no_scipy_in_the_cells_main_process():
     import sys
 
     code = (
-        "import sys; from harness.probe import Probe, Rate; from harness.steady import Steady\\n"
-        "t = [0.0]; p = Probe(duration_s=1, clock=lambda: t[0], steady=Steady(period_s=0.1), rates=(Rate('units'),))\\n"
-        "while p.current_phase == 'warmup':\\n"
-        "    t[0] += 0.05; p.count('units', 10 + 100 * t[0]); p.should_stop()\\n"
-        "assert 'scipy.stats' not in sys.modules, 'scipy.stats was imported'\\n"
+        "import sys; from harness.probe import Probe, Rate; from harness.steady import Steady\n"
+        "t = [0.0]; p = Probe(duration_s=1, clock=lambda: t[0], steady=Steady(period_s=0.1), rates=(Rate('units'),))\n"
+        "while p.current_phase == 'warmup':\n"
+        "    t[0] += 0.05; p.count('units', 10 + 100 * t[0]); p.should_stop()\n"
+        "assert 'scipy.stats' not in sys.modules, 'scipy.stats was imported'\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
