@@ -79,20 +79,36 @@ def test_correctness_failed_cell_lost_work_and_quality_bound(tmp_path):
     assert gate_of(make_run(tmp_path / "ok", cells(), seed=5, extra=[work_ok]), base)["verdict"] == "pass"
 
 
-def test_missing_suite_is_reported_not_a_crash(tmp_path):
+def test_missing_cells_and_metrics_fail_unless_allowed(tmp_path):
     mccfr = record("m", {"game": "kuhn"}, 0, {"iterations_per_s": 10.0}, suite="mccfr")
     base = make_run(tmp_path / "a", cells(), extra=[mccfr])
     cand = make_run(tmp_path / "b", {"ref": cells()["ref"]}, seed=2)
     result = gate_of(cand, base)
-    assert result["verdict"] == "pass"
+    assert result["verdict"] == "fail" and result["regressions"] == 0 and result["failures"] == 2
     assert "suite mccfr: in the baseline, not in the run" in result["notes"]
     assert sorted(c["verdict"] for c in result["checks"] if c["kind"] == "coverage") == ["missing", "missing"]
+    allowed = gate_of(cand, base, allow_missing=True)
+    assert allowed["verdict"] == "pass" and any("--allow-missing" in n for n in allowed["notes"])
     result = gate_of(base, cand)
+    assert result["verdict"] == "pass"  # cells new in the run are reported, not failed
     assert "suite mccfr: in the run, not in the baseline (not gated for speed)" in result["notes"]
     renamed = record("m", {"game": "kuhn"}, 0, {"games_per_min": 10.0}, suite="mccfr")
     result = gate_of(make_run(tmp_path / "c", cells(), extra=[renamed]), base)
     dropped = [c for c in result["checks"] if c["verdict"] == "missing" and c["metric"]]
-    assert result["verdict"] == "pass" and [c["metric"] for c in dropped] == ["iterations_per_s"]
+    assert result["verdict"] == "fail" and [c["metric"] for c in dropped] == ["iterations_per_s"]
+    assert gate_of(make_run(tmp_path / "d", cells(), extra=[renamed]), base, allow_missing=True)["verdict"] == "pass"
+
+
+def test_a_renamed_param_no_longer_switches_the_gate_off(cli, tmp_path):
+    """Every baseline cell missing from the run (a param renamed): exit 1, not 0."""
+    base = make_run(tmp_path / "a", cells(), seed=1)
+    renamed = {
+        k: ({**params, "unit_size": params.get("unit_size", 20000) + 1}, rate) for k, (params, rate) in cells().items()
+    }
+    run = make_run(tmp_path / "b", renamed, seed=2)
+    result = cli("gate", run, "--baseline", base)
+    assert result.exit_code == 1 and "missing" in result.output, result.output
+    assert cli("gate", run, "--baseline", base, "--allow-missing").exit_code == 0
 
 
 def test_throughputs_and_tolerance_parsing():
