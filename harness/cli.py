@@ -213,13 +213,14 @@ def gate(
     budget: float = typer.Option(None, "--budget", help="with --against: A/B seconds per cell (default 180)"),
     slice_s: float = typer.Option(None, "--slice", help="with --against: minimum slice length in seconds"),
     pairs: int = typer.Option(None, "--pairs", help="with --against: measured pairs per launch"),
+    warmup_pairs: int = typer.Option(None, "--warmup-pairs", help="with --against: pairs discarded per launch"),
     seed: int = typer.Option(None, "--seed", help="with --against: seed of the pair orders"),
 ) -> int:
     """Gate a run: exit 1 on a regression or a missing cell, 3 when an A/B stayed undecided, 0 on pass, 2 on bad input."""
     from harness.commands import ab as ab_command
     from harness.commands import gate as command
 
-    ab_opts = ab_command.build_options(None, budget, confidence, slice_s, None, pairs, seed)
+    ab_opts = ab_command.build_options(None, budget, confidence, slice_s, None, pairs, seed, warmup_pairs)
     return command.main(
         run_dir, baseline, directory, tolerance, metric, normalize, confidence, ignore_param, allow_missing,
         against, ab_opts,
@@ -234,6 +235,7 @@ ABConfidenceOpt = typer.Option(0.95, "--confidence", help="A/B: 1 - each decisio
 SliceOpt = typer.Option(None, "--slice", help="A/B: minimum slice length in seconds (default 1)")
 SettleOpt = typer.Option(None, "--settle", help="A/B: seconds after SIGCONT not measured (default 0)")
 PairsOpt = typer.Option(None, "--pairs", help="A/B: measured pairs per launch of fresh processes (default 4)")
+WarmupPairsOpt = typer.Option(None, "--warmup-pairs", help="A/B: pairs discarded after each launch (default 1)")
 SeedOpt = typer.Option(None, "--seed", help="A/B: seed of the pair orders (default: drawn and recorded)")
 
 
@@ -252,6 +254,7 @@ def ab(
     slice_s: float = SliceOpt,
     settle: float = SettleOpt,
     pairs: int = PairsOpt,
+    warmup_pairs: int = WarmupPairsOpt,
     seed: int = SeedOpt,
     out: Path = OutOpt,
     label: str = typer.Option(None, "--label", help="name in the A/B's directory"),
@@ -260,7 +263,7 @@ def ab(
     """A/B two revisions on this machine, time-sliced: exit 0 no regression, 1 regression, 3 undecided, 2 bad input."""
     from harness.commands import ab as command
 
-    opts = command.build_options(tolerance, budget, confidence, slice_s, settle, pairs, seed)
+    opts = command.build_options(tolerance, budget, confidence, slice_s, settle, pairs, seed, warmup_pairs)
     return command.main(base_rev, rest, suite, workers, backend, set_, opts, out, label, quiet)
 
 

@@ -12,7 +12,8 @@ every second as JSON lines): the counter of the suite's headline rate (its vocab
 first Rate, or the finer counter that rate is `made_of`, since a unit that takes seconds
 cannot be counted in one) over the interval between the first sample taken at least
 `settle_s` after SIGCONT and the last sample before SIGSTOP, timed by the child's clock.
-A slice lasts until it holds such an interval of at least one sample period and
+A slice lasts until it holds such an interval of at least `window_s` (about one sample
+period: a cell's probe may write two samples milliseconds apart when its warm-up ends) and
 `slice_s` has passed; one that has none after `max_slice_s` is discarded. Both children
 use CLOCK_MONOTONIC (time.perf_counter), which keeps running while they are stopped, so an
 interval inside one slice never spans a stop.
@@ -60,7 +61,8 @@ NO_PROGRESS_SLICES = 5  # consecutive slices without a rate: the cell is not mak
 class SliceOptions:
     """How slices and blocks are laid out (docs/benchmarks.md, "A/B gate", measured them)."""
 
-    slice_s: float = 1.0  # minimum slice length; a slice also waits for one sample interval
+    slice_s: float = 1.0  # minimum slice length; a slice also waits for its measured window
+    window_s: float = 0.9  # the measured interval inside a slice spans at least this (a sample period)
     max_slice_s: float = 5.0  # a slice with no usable interval by then is discarded
     settle_s: float = 0.0  # samples this soon after SIGCONT do not open a slice's interval
     pairs: int = 4  # measured pairs per block (per launch of fresh processes)
@@ -338,11 +340,11 @@ class Slicer:
             total = self.opts.warmup_pairs + self.opts.pairs
             failures = 0
             for i in range(total):
-                if self.counter is None:
-                    self._agree_on_counter(instances, final=i >= NO_PROGRESS_SLICES)
                 pair = self._pair(instances, index, i, warmup=i < self.opts.warmup_pairs)
                 block.pairs.append(pair)
                 failures = 0 if pair.log_ratio is not None else failures + 1
+                if self.counter is None and failures >= NO_PROGRESS_SLICES:
+                    self._agree_on_counter(instances, final=True)
                 if failures >= NO_PROGRESS_SLICES:
                     raise CellFailed(
                         f"{failures} pairs in a row without a rate on a side: the cell counts no "
@@ -379,10 +381,24 @@ class Slicer:
     def _pair(self, instances: dict[str, Instance], block: int, index: int, warmup: bool) -> Pair:
         first = "base" if self.rng.random() < 0.5 else "candidate"
         second = "candidate" if first == "base" else "base"
-        results = {name: self._slice(instances[name]) for name in (first, second)}
+        ran = {name: self._slice(instances[name]) for name in (first, second)}
+        if self.counter is None:  # a cell's first samples may have counted nothing yet
+            self._agree_on_counter(instances, final=False)
+        results = {name: self._measure(result, window) for name, (result, window) in ran.items()}
         return Pair(block, index, warmup, first, results["base"], results["candidate"])
 
-    def _slice(self, inst: Instance) -> SliceResult:
+    def _measure(self, result: SliceResult, window: list[Sample]) -> SliceResult:
+        """The slice's rate of the agreed counter over its measured window."""
+        if self.counter is None or _span(window) < self.opts.window_s:
+            return result
+        first, last = window[0], window[-1]
+        result.window_s = last.t - first.t
+        rate = (last.counters.get(self.counter, 0.0) - first.counters.get(self.counter, 0.0)) / result.window_s
+        result.rate = rate if rate > 0 else None
+        return result
+
+    def _slice(self, inst: Instance) -> tuple[SliceResult, list[Sample]]:
+        """One slice of `inst`: the result (rate still to measure) and its measured window."""
         opts = self.opts
         inst.read()  # anything left from before the stop belongs to the last slice
         # The same side again (pairs AB then BA): it was stopped for microseconds, so its
@@ -396,7 +412,7 @@ class Slicer:
             inst.read()
             now = time.monotonic()
             usable = self._usable(inst, mark, t_cont, carried)
-            if now - t_cont >= opts.slice_s and len(usable) >= 2:
+            if now - t_cont >= opts.slice_s and _span(usable) >= opts.window_s:
                 break
             if now - t_cont >= opts.max_slice_s:
                 break
@@ -410,16 +426,14 @@ class Slicer:
             raise CellFailed(reason, inst.side.name)
         inst.read()  # lines written before the stop
         usable = self._usable(inst, mark, t_cont, carried)
-        window = rate = None
-        if len(usable) >= 2 and self.counter is not None:
-            first, last = usable[0], usable[-1]
-            window = last.t - first.t
-            if window > 0:
-                rate = (last.counters.get(self.counter, 0.0) - first.counters.get(self.counter, 0.0)) / window
-                rate = rate if rate > 0 else None
-        return SliceResult(inst.side.name, t_cont, t_stop - t_cont, window, rate)
+        return SliceResult(inst.side.name, t_cont, t_stop - t_cont, None, None), usable
 
     def _usable(self, inst: Instance, mark: int, t_cont: float, carried: bool) -> list[Sample]:
         since = inst.child_time(t_cont) + self.opts.settle_s
         fresh = [s for s in inst.samples[mark + carried :] if s.t >= since]
         return [inst.samples[mark], *fresh] if carried else fresh
+
+
+def _span(samples: list[Sample]) -> float:
+    """Seconds between the first and the last sample (0 with fewer than two)."""
+    return samples[-1].t - samples[0].t if len(samples) >= 2 else 0.0

@@ -43,6 +43,7 @@ def build_options(
     settle: float | None,
     pairs: int | None,
     seed: int | None,
+    warmup_pairs: int | None = None,
 ) -> ABOptions:
     """The A/B's options from the command line, each checked against what is allowed."""
     if not 0.5 <= confidence < 1:
@@ -54,6 +55,7 @@ def build_options(
         if not 0.2 <= slice_s <= 60:
             raise UserError(f"--slice {slice_s}: seconds between 0.2 and 60 (default {slicing.slice_s:g})")
         slicing.slice_s = slice_s
+        slicing.window_s = min(slicing.window_s, 0.9 * slice_s)
         slicing.max_slice_s = max(slicing.max_slice_s, 4 * slice_s)
     if settle is not None:
         if not 0 <= settle <= 5:
@@ -63,6 +65,10 @@ def build_options(
         if not 1 <= pairs <= 1000:
             raise UserError(f"--pairs {pairs}: measured pairs per block, 1 to 1000 (default {slicing.pairs})")
         slicing.pairs = pairs
+    if warmup_pairs is not None:
+        if not 0 <= warmup_pairs <= 100:
+            raise UserError(f"--warmup-pairs {warmup_pairs}: 0 to 100 (default {slicing.warmup_pairs})")
+        slicing.warmup_pairs = warmup_pairs
     if seed is not None and seed < 0:
         raise UserError(f"--seed {seed}: a non-negative integer")
     return ABOptions(
