@@ -126,11 +126,15 @@ def compare(
     run_a: Path = typer.Argument(..., help="baseline run directory (A)"),
     run_b: Path = typer.Argument(..., help="candidate run directory (B)"),
     html: bool = typer.Option(False, "--html", help="also write compare-<A>.html into B's directory"),
+    fail_on: str = typer.Option(
+        None, "--fail-on", help="regression: exit 1 if a throughput of B is slower beyond --tolerance, 3 if undecided"
+    ),
+    tolerance: str = typer.Option(None, "--tolerance", help="with --fail-on: slowdown allowed (default 3%)"),
 ) -> int:
     """Ratio B/A of medians per matched cell and metric, with a bootstrap 95% interval."""
     from harness.commands import compare as command
 
-    return command.main(run_a, run_b, html)
+    return command.main(run_a, run_b, html, fail_on, tolerance)
 
 
 @app.command()

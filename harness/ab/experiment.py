@@ -20,14 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.ab.revisions import Side
-from harness.ab.sequential import DEFAULT_ALPHA, Interval, confidence_sequence, decide, final
+from harness.ab.sequential import DEFAULT_ALPHA, DEFAULT_TOLERANCE, Interval, confidence_sequence, decide, final
 from harness.ab.slicing import Block, CellFailed, SliceOptions, Slicer
 from harness.matrix import Cell
 from harness.record import cell_label
 from harness.registry import get_suite
 
-# Tuned by benchmarks/gate_trial.py (docs/benchmarks.md, "A/B gate").
-DEFAULT_TOLERANCE = 0.03
 DEFAULT_BUDGET_S = 180.0
 GPU_DEVICES = ("cuda", "gpu", "mps", "xpu")
 

@@ -42,6 +42,8 @@ from typing import Any, Literal
 import numpy as np
 
 DEFAULT_ALPHA = 0.05
+# The slowdown the decision allows; tuned by benchmarks/gate_trial.py (docs/benchmarks.md, "A/B gate").
+DEFAULT_TOLERANCE = 0.03
 # Prior variance of the standardized effect in the mixture. Small values give a tighter
 # interval at many blocks, large ones allow a decision after fewer; 4 is near the best
 # width over the 4-20 blocks an A/B gets (docs/benchmarks.md, "A/B gate").

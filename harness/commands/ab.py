@@ -15,7 +15,6 @@ from typing import Any
 from harness import metadata
 from harness.ab.experiment import (
     DEFAULT_BUDGET_S,
-    DEFAULT_TOLERANCE,
     ABOptions,
     CellAB,
     exit_code,
@@ -23,6 +22,7 @@ from harness.ab.experiment import (
     run_all,
 )
 from harness.ab.revisions import Side, repo_root, sides
+from harness.ab.sequential import DEFAULT_TOLERANCE
 from harness.ab.slicing import SliceOptions
 from harness.commands.sweep import build_overrides
 from harness.errors import UserError

@@ -202,3 +202,21 @@ def test_pyperf_export_and_compare_to(cli, tmp_path):
     assert "synthetic[unit_size=30000] units_per_s (time per unit)" in out.stdout
     assert "1.25x slower" in out.stdout
     assert cli("export", a).exit_code == 2  # no format named
+
+
+def test_compare_fail_on_regression_exit_codes(cli, tmp_path):
+    """compare --fail-on regression: 1 slower beyond the tolerance, 0 within it, 3 when the
+    repeats cannot tell (one each), 2 on a bad value; without the flag it never fails."""
+    base = make_run(tmp_path / "a", cells(), seed=1)
+    same = make_run(tmp_path / "b", cells(), seed=2)
+    slow = make_run(tmp_path / "c", cells(1.10), seed=3)
+    once_a = make_run(tmp_path / "d", cells(), repeats=1, seed=4)
+    once_b = make_run(tmp_path / "e", cells(), repeats=1, seed=5)
+    result = cli("compare", base, slow, "--fail-on", "regression")
+    assert result.exit_code == 1 and "1 throughput(s) slower beyond 3 %" in result.output, result.output
+    assert cli("compare", base, slow, "--fail-on", "regression", "--tolerance", "15%").exit_code == 0
+    assert cli("compare", base, same, "--fail-on", "regression").exit_code == 0
+    assert cli("compare", once_a, once_b, "--fail-on", "regression").exit_code == 3
+    assert cli("compare", base, slow).exit_code == 0
+    bad = cli("compare", base, slow, "--fail-on", "slower")
+    assert bad.exit_code == 2 and "allowed: regression" in bad.output
