@@ -220,3 +220,30 @@ def test_compare_fail_on_regression_exit_codes(cli, tmp_path):
     assert cli("compare", base, slow).exit_code == 0
     bad = cli("compare", base, slow, "--fail-on", "slower")
     assert bad.exit_code == 2 and "allowed: regression" in bad.output
+
+
+def test_history_keys_runs_by_machine_and_marks_the_change(cli, tmp_path):
+    """Eight nightly runs on one machine, the target 25 % slower from the fifth on, and
+    three runs of another machine at half the speed: two tables, two lines per cell in the
+    chart, one change point, at the fifth run of the first machine, and none elsewhere."""
+    results = tmp_path / "results"
+    first = {"hostname": "ci-1", "cpu_model": "EPYC", "gpus": []}
+    other = {"hostname": "laptop", "cpu_model": "M2", "gpus": [{"name": "RTX 4090"}]}
+    for night in range(8):
+        started = {"started": f"2026-11-{10 + night:02d}T02:00:00Z", "git_commit": f"n{night}"}
+        make_run(results, cells(1.25 if night >= 4 else 1.0), seed=night, meta={**first, **started})
+    for night in range(3):
+        started = {"started": f"2026-11-{10 + night:02d}T03:00:00Z", "git_commit": f"m{night}"}
+        make_run(results, cells(), speed=0.5, seed=20 + night, meta={**other, **started})
+    result = cli("history", "--results", results, "--suite", "synthetic", "--html", tmp_path / "h.html")
+    assert result.exit_code == 0, result.output
+    assert "on ci-1 / EPYC / no GPU" in result.output and "on laptop / M2 / RTX 4090" in result.output
+    assert "1 change point(s) over 2 machine(s)" in result.output
+    from harness.trend import collect
+
+    _, rows = collect(results, "synthetic", None)
+    changed = [r for r in rows if r["change"] is not None]
+    assert len(changed) == 1 and changed[0]["commit"] == "n4" and changed[0]["machine"].startswith("ci-1")
+    assert changed[0]["change"] == pytest.approx(-0.2, abs=0.02) and "unit_size=30000" in changed[0]["cell"]
+    html = (tmp_path / "h.html").read_text()
+    assert "@ ci-1" in html and "@ laptop" in html and "change points" in html
