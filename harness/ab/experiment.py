@@ -34,7 +34,9 @@ GPU_DEVICES = ("cuda", "gpu", "mps", "xpu")
 class ABOptions:
     tolerance: float = DEFAULT_TOLERANCE
     alpha: float = DEFAULT_ALPHA  # each decision's error rate
-    budget_s: float = DEFAULT_BUDGET_S  # per cell: no block starts that would end past it
+    # per cell: no block starts that would end past it. The first launch of each side is
+    # not counted: it is set-up (a fresh worktree compiles its numba kernels, tens of seconds)
+    budget_s: float = DEFAULT_BUDGET_S
     slicing: SliceOptions = field(default_factory=SliceOptions)
     seed: int | None = None  # the pair orders; None: drawn, and recorded
 
@@ -52,8 +54,9 @@ class CellAB:
     interval: Interval | None = None
     looks: list[Interval] = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)
-    elapsed_s: float = 0.0
-    decided_s: float | None = None  # time to the decision (None: budget spent, or error)
+    elapsed_s: float = 0.0  # everything, the first launches included
+    setup_s: float = 0.0  # the first launch of each side: not counted against the budget
+    decided_s: float | None = None  # A/B time to the decision, set-up excluded (None: budget spent, or error)
     seed: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -70,6 +73,7 @@ class CellAB:
             "interval": self.interval.to_json() if self.interval else None,
             "looks": [i.to_json() for i in self.looks],
             "elapsed_s": self.elapsed_s,
+            "setup_s": self.setup_s,
             "decided_s": self.decided_s,
             "order_seed": self.seed,
             "notes": self.notes,
@@ -124,14 +128,16 @@ def run_cell(
         while True:
             block = slicer.block(len(result.blocks))
             result.blocks.append(block)
+            if len(result.blocks) == 1:
+                result.setup_s = sum(block.launch_s.values())
             result.metric = f"{slicer.counter}_per_s" if slicer.counter else None
             values = [b.value for b in result.blocks if b.value is not None]
             result.interval = confidence_sequence(values, opts.alpha)
             result.looks.append(result.interval)
             decision = decide(result.interval, opts.tolerance) if values else "continue"
-            elapsed = time.monotonic() - started
+            elapsed = time.monotonic() - started - result.setup_s
             if on_block is not None:
-                result.elapsed_s = elapsed
+                result.elapsed_s = elapsed + result.setup_s
                 on_block(result)
             if decision != "continue":
                 result.decided_s = elapsed
@@ -161,7 +167,8 @@ def _reason(result: CellAB, opts: ABOptions) -> str:
         return f"{span}: the whole interval is below {edge:.3f}"
     if result.decision == "ok":
         return f"{span}: the whole interval is above {edge:.3f}"
-    return f"{span}: the interval still holds {edge:.3f} after {result.elapsed_s:.0f} s (budget {opts.budget_s:g} s)"
+    spent = result.elapsed_s - result.setup_s
+    return f"{span}: the interval still holds {edge:.3f} after {spent:.0f} s (budget {opts.budget_s:g} s)"
 
 
 def run_all(

@@ -9,6 +9,7 @@ import pytest
 
 from harness.baselines import load as load_baseline
 from harness.baselines import load_run
+from harness.errors import UserError
 from harness.gating import GateOptions, evaluate, is_throughput, parse_tolerance
 from harness.record import CellGroup
 from tests.conftest import run_dirs
@@ -247,3 +248,36 @@ def test_history_keys_runs_by_machine_and_marks_the_change(cli, tmp_path):
     assert changed[0]["change"] == pytest.approx(-0.2, abs=0.02) and "unit_size=30000" in changed[0]["cell"]
     html = (tmp_path / "h.html").read_text()
     assert "@ ci-1" in html and "@ laptop" in html and "change points" in html
+
+
+def test_speed_checks_from_an_ab(tmp_path):
+    """gate --against: each cell's speed check is its A/B decision; a failure of the base's
+    cell is not the candidate's regression, the candidate's is; refused cells are skipped."""
+    run = load_run(make_run(tmp_path / "a", cells(), seed=1))
+    by_label = {c.label: c.id for c in run.cells}
+    ref, tgt = by_label["defaults"], by_label["unit_size=30000"]
+
+    def ab_result(cid, decision, low=0.9, high=1.1, **extra):
+        interval = {"ratio": (low + high) / 2, "ratio_low": low, "ratio_high": high}
+        return {"cell": cid, "decision": decision, "metric": "units_per_s", "interval": interval, "reason": "r",
+                "elapsed_s": 30.0, "ab_blocks": [], **extra}  # fmt: skip
+
+    def speed(ab, **kw):
+        result = evaluate(run, None, GateOptions(tolerance=0.03, **kw), ab)
+        return result["verdict"], {c["label"]: c["verdict"] for c in result["checks"] if c["kind"] == "speed"}
+
+    assert speed([ab_result(ref, "ok", 0.98, 1.02), ab_result(tgt, "ok", 1.05, 1.10)]) == (
+        "pass", {"defaults": "ok", "unit_size=30000": "improvement"})  # fmt: skip
+    assert speed([ab_result(ref, "ok"), ab_result(tgt, "regression", 0.85, 0.9)])[0] == "fail"
+    assert speed([ab_result(ref, "ok"), ab_result(tgt, "undecided")]) == (
+        "undecided", {"defaults": "ok", "unit_size=30000": "undecided"})  # fmt: skip
+    base_failed = ab_result(tgt, "error", failed_side="base")
+    assert speed([ab_result(ref, "ok"), base_failed]) == ("pass", {"defaults": "ok", "unit_size=30000": "skipped"})
+    cand_failed = ab_result(tgt, "error", failed_side="candidate")
+    assert speed([ab_result(ref, "ok"), cand_failed])[0] == "fail"
+    refused = {"cell": tgt, "refused": "device=cuda", "decision": "skipped"}
+    assert speed([ab_result(ref, "ok"), refused])[1]["unit_size=30000"] == "skipped"
+    with pytest.raises(UserError, match="--normalize"):
+        speed([ab_result(ref, "ok")], normalize="synthetic")
+    with pytest.raises(UserError, match="nothing to gate against"):
+        evaluate(run, None, GateOptions())
