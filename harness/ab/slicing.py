@@ -5,7 +5,10 @@ session and process group and running for a duration far longer than it will liv
 slicer alternates the two groups: SIGCONT one (the whole group: a multi-process cell's
 workers stop and resume together), let it run one slice, SIGSTOP it, continue the other.
 The machine's slow phases last seconds, so two slices a second apart see the same phase,
-and the pair's log-ratio cancels it; processes started seconds apart do not.
+and the pair's log-ratio cancels it; processes started seconds apart do not. A neighbour's
+burst that takes the CPU away from one slice is not a phase both share: each slice's CPU
+share (CPU seconds of the group per second, read while it is stopped) is compared with its
+side's median, and a pair with a starved slice is discarded (STARVED).
 
 A slice's rate comes from the child's own sample stream (harness.probe writes the counters
 every second as JSON lines): the counter of the suite's headline rate (its vocabulary's
@@ -55,6 +58,15 @@ from harness.vocabulary import Vocabulary
 CHILD_DURATION_S = 24 * 3600.0
 CHILD_WARMUP_S = 0.05
 NO_PROGRESS_SLICES = 5  # consecutive slices without a rate: the cell is not making progress
+# A slice whose cell got less than this share of the CPU time it usually gets (the median of
+# its side's slices so far) was starved by a neighbour's burst, not slowed by its code: its
+# pair is discarded. Judged against the side's own median, a candidate that waits more than
+# the base is not discarded for it (docs/benchmarks.md, "A/B gate").
+STARVED = 0.7
+STARVED_HISTORY = 4  # slices of a side before its median share is trusted
+# Below this typical share (cores) a cell mostly waits, and the kernel's 10 ms CPU clock is
+# too coarse for a 1 s slice: such cells are not judged.
+STARVED_MIN_SHARE = 0.2
 
 
 @dataclass
@@ -94,6 +106,8 @@ class SliceResult:
     length_s: float  # SIGCONT to SIGSTOP
     window_s: float | None  # the measured interval inside it
     rate: float | None  # counter per second over the window; None: discarded
+    cpu_share: float | None = None  # CPU seconds of the cell's processes per second of the slice
+    starved: bool = False  # its CPU share fell below STARVED x this side's median: a neighbour's burst
 
 
 @dataclass
@@ -107,7 +121,7 @@ class Pair:
 
     @property
     def log_ratio(self) -> float | None:
-        if not self.base.rate or not self.cand.rate:
+        if not self.base.rate or not self.cand.rate or self.base.starved or self.cand.starved:
             return None
         return math.log(self.cand.rate / self.base.rate)
 
@@ -228,6 +242,17 @@ class Instance:
             f"; log: {tail}" if tail else ""
         )
 
+    def cpu_times(self) -> dict[int, float]:
+        """CPU seconds (user + system) of every live process of the cell, by pid."""
+        out = {}
+        for proc in tree(self.proc.pid):
+            try:
+                times = proc.cpu_times()
+                out[proc.pid] = times.user + times.system
+            except psutil.Error:
+                pass
+        return out
+
     # ------------------------------------------------------------------ the group
     def signal(self, sig: int) -> None:
         try:
@@ -322,6 +347,7 @@ class Slicer:
         self.counter: str | None = None
         self.live: list[Instance] = []
         self._previous: Instance | None = None  # the instance that ran the last slice
+        self._shares: dict[str, list[float]] = {}  # CPU share of every slice so far, by side
 
     def block(self, index: int) -> Block:
         """Launch fresh processes of both sides, run the block's pairs, end the processes."""
@@ -385,7 +411,19 @@ class Slicer:
         if self.counter is None:  # a cell's first samples may have counted nothing yet
             self._agree_on_counter(instances, final=False)
         results = {name: self._measure(result, window) for name, (result, window) in ran.items()}
+        for name, result in results.items():
+            self._judge_share(name, result)
         return Pair(block, index, warmup, first, results["base"], results["candidate"])
+
+    def _judge_share(self, side: str, result: SliceResult) -> None:
+        """Mark a slice starved when its CPU share fell below STARVED x its side's median."""
+        if result.cpu_share is None:
+            return
+        history = self._shares.setdefault(side, [])
+        if len(history) >= STARVED_HISTORY:
+            typical = sorted(history)[len(history) // 2]
+            result.starved = typical >= STARVED_MIN_SHARE and result.cpu_share < STARVED * typical
+        history.append(result.cpu_share)
 
     def _measure(self, result: SliceResult, window: list[Sample]) -> SliceResult:
         """The slice's rate of the agreed counter over its measured window."""
@@ -405,6 +443,7 @@ class Slicer:
         # last sample still opens an interval; otherwise only samples from now on do.
         carried = inst is self._previous and bool(inst.samples)
         mark = len(inst.samples) - 1 if carried else len(inst.samples)
+        cpu_before = inst.cpu_times()  # the group is stopped: exact
         t_cont = time.monotonic()
         inst.cont()
         while True:
@@ -421,12 +460,15 @@ class Slicer:
         inst.stop()
         self._previous = inst
         t_stop = time.monotonic()
+        cpu_after = inst.cpu_times()
+        cpu_s = sum(v - cpu_before.get(pid, 0.0) for pid, v in cpu_after.items())
         reason = inst.failure()
         if reason is not None:
             raise CellFailed(reason, inst.side.name)
         inst.read()  # lines written before the stop
         usable = self._usable(inst, mark, t_cont, carried)
-        return SliceResult(inst.side.name, t_cont, t_stop - t_cont, None, None), usable
+        share = cpu_s / (t_stop - t_cont) if t_stop > t_cont else None
+        return SliceResult(inst.side.name, t_cont, t_stop - t_cont, None, None, share), usable
 
     def _usable(self, inst: Instance, mark: int, t_cont: float, carried: bool) -> list[Sample]:
         since = inst.child_time(t_cont) + self.opts.settle_s
