@@ -27,6 +27,10 @@ Its smoke test (2 trials per arm, short budgets, a few minutes):
         --save results/ab_trial-smoke.json
 
 Re-analysis of a saved file: python benchmarks/gate_trial.py --analyze FILE
+
+`--simulate` models the campaign instead (no runs): the unit test's model of the slicer's
+output (tests/harness/test_ab_sequential.py: AR(1) machine phases, slice noise, a layout
+bias per process) at three noise levels, judged by the harness's own sequential test.
 """
 
 from __future__ import annotations
@@ -135,6 +139,45 @@ def analyze(saved: Path) -> None:
     print("recall = regression on a planted slowdown; false alarms = regression on identical code ('same')")
 
 
+# pair log-ratio sd of the model: calm 1.2 % and noisy 7.6 % (the issue's measured range), today 30 %
+NOISE_MODELS = {
+    "calm, pair sd 1.2 %": {"phi": 0.9, "phase_sd": 0.02, "slice_sd": 0.006},
+    "noisy, pair sd 7.6 %": {"phi": 0.8, "phase_sd": 0.1, "slice_sd": 0.03},
+    "shared, pair sd 30 %": {"phi": 0.6, "phase_sd": 0.3, "slice_sd": 0.1},
+}
+BLOCK_S = 12.0  # a block of 1 warm-up + 4 measured pairs with its two launches (docs/benchmarks.md)
+
+
+def simulate(budgets: dict[float, float], tolerances: list[float], trials: int = 400) -> None:
+    import math
+
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    from harness.ab.sequential import boundary
+    from tests.harness.test_ab_sequential import sequences, simulated_ab
+
+    rng = np.random.default_rng(0)
+    print(
+        f"model, {trials} A/Bs per arm, a block = {BLOCK_S:g} s; regression / ok / undecided, median blocks to decide"
+    )
+    for name, noise in NOISE_MODELS.items():
+        for tol in tolerances:
+            cells = []
+            for factor, budget in sorted(budgets.items(), reverse=True):
+                blocks = max(1, int(budget // BLOCK_S))
+                x = simulated_ab(rng, math.log(1 / factor), trials=trials, blocks=blocks, **noise)
+                low, high = sequences(x)
+                reg, ok = high < boundary(tol), low > boundary(tol)
+                first_reg = np.where(reg.any(1), reg.argmax(1), blocks + 1)
+                first_ok = np.where(ok.any(1), ok.argmax(1), blocks + 1)
+                decided = np.minimum(first_reg, first_ok)
+                med = f"{np.median(decided[decided <= blocks]) + 1:.0f}" if (decided <= blocks).any() else "-"
+                r, o = (first_reg < first_ok).mean(), (first_ok < first_reg).mean()
+                cells.append(f"{factor:g}x in {budget:g} s: {r:.0%} / {o:.0%} / {1 - r - o:.0%}, {med}")
+            print(f"{name}, tolerance {tol:.0%}: " + "; ".join(cells))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=40, help="trials per cell and arm")
@@ -143,11 +186,15 @@ def main() -> None:
     ap.add_argument("--tolerance", default="3%", help="harness ab --tolerance")
     ap.add_argument("--save", type=Path, default=Path("results/ab_trial.json"), help="raw results (JSON)")
     ap.add_argument("--analyze", type=Path, default=None, help="only analyse a saved file")
+    ap.add_argument("--simulate", default=None, help="comma list of tolerances: model the campaign, no runs")
     args = ap.parse_args()
     if args.analyze is not None:
         analyze(args.analyze)
         return
     budgets = {float(f): float(b) for f, b in (item.split(":") for item in args.budgets.split(","))}
+    if args.simulate is not None:
+        simulate(budgets, [float(t) for t in args.simulate.split(",")])
+        return
     cells = [c.strip() for c in args.cells.split(",")]
     unknown = [c for c in cells if c not in PLANTS]
     if unknown:
@@ -170,7 +217,11 @@ def main() -> None:
                 args.save.parent.mkdir(parents=True, exist_ok=True)
                 args.save.write_text(json.dumps(doc, indent=1))
                 got = trial["cell"] if "cell" in trial else None
-                what = f"{got['decision']} {got['reason']}" if got else f"exit {trial['exit_code']}: {trial['error'][-300:]}"
+                what = (
+                    f"{got['decision']} {got['reason']}"
+                    if got
+                    else f"exit {trial['exit_code']}: {trial['error'][-300:]}"
+                )
                 print(f"round {round_ + 1}/{args.trials} {cell} {factor:g}x: {what} "
                       f"({trial['wall_s']:.0f} s; {time.monotonic() - started:.0f} s in all)", flush=True)  # fmt: skip
     finally:
