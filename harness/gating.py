@@ -268,7 +268,9 @@ def ab_check(cand: CellGroup, ab: dict[str, Any] | None, opts: GateOptions) -> C
             return Check(
                 "speed", suite, cid, label, metric, "skipped", note=f"the base revision's cell failed: {ab['reason']}"
             )
-        return Check("speed", suite, cid, label, metric, "regression", note=f"the A/B failed: {ab['reason']}")
+        if ab.get("failed_side") == "candidate":
+            return Check("speed", suite, cid, label, metric, "regression", note=f"the A/B failed: {ab['reason']}")
+        return Check("speed", suite, cid, label, metric, "undecided", note=f"the A/B could not measure: {ab['reason']}")
     interval = ab.get("interval") or {}
     blocks = ab.get("ab_blocks") or []
     pairs = sum(1 for b in blocks for p in b["pairs"] if not p["warmup"] and p["log_ratio"] is not None)

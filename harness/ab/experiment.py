@@ -96,7 +96,9 @@ def refusal(cell: Cell) -> str | None:
     words = suite.words
     if words.device is not None:
         device = str(cell.params.get(words.device, "")).lower()
-        if device.startswith(GPU_DEVICES):
+        if device == "auto" and _has_gpu():
+            device = "auto (this machine has a GPU)"
+        if device.startswith(GPU_DEVICES) or device.startswith("auto ("):
             return (
                 f"{words.device}={device}: a GPU keeps running the work a stopped process queued, and both "
                 "sides would share it, so slices cannot separate them (compare GPU cells with sweeps and gate --baseline)"
@@ -106,6 +108,12 @@ def refusal(cell: Cell) -> str | None:
         if why:
             return f"suite {cell.suite} says: {why}"
     return None
+
+
+def _has_gpu() -> bool:
+    from harness.metadata import gpu_info
+
+    return bool(gpu_info()["gpus"])
 
 
 def run_cell(
@@ -195,9 +203,10 @@ EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED = 0, 1, 3
 
 
 def exit_code(results: list[CellAB]) -> int:
-    """1 when a cell regressed or failed, else 3 when one stayed undecided, else 0."""
-    if any(r.decision in ("regression", "error") for r in results):
+    """1 when a cell regressed or a side's cell failed, else 3 when one stayed undecided (or
+    could not be measured, no side to blame), else 0."""
+    if any(r.decision == "regression" or (r.decision == "error" and r.failed_side) for r in results):
         return EXIT_REGRESSION
-    if any(r.decision == "undecided" for r in results):
+    if any(r.decision in ("undecided", "error") for r in results):
         return EXIT_UNDECIDED
     return EXIT_OK

@@ -7,8 +7,9 @@ workers stop and resume together), let it run one slice, SIGSTOP it, continue th
 The machine's slow phases last seconds, so two slices a second apart see the same phase,
 and the pair's log-ratio cancels it; processes started seconds apart do not. A neighbour's
 burst that takes the CPU away from one slice is not a phase both share: each slice's CPU
-share (CPU seconds of the group per second, read while it is stopped) is compared with its
-side's median, and a pair with a starved slice is discarded (STARVED).
+share (CPU seconds of the group per second, read while it is stopped), relative to its
+side's median, is compared with its partner's, and a pair with a starved slice is
+discarded (STARVED).
 
 A slice's rate comes from the child's own sample stream (harness.probe writes the counters
 every second as JSON lines): the counter of the suite's headline rate (its vocabulary's
@@ -58,10 +59,11 @@ from harness.vocabulary import Vocabulary
 CHILD_DURATION_S = 24 * 3600.0
 CHILD_WARMUP_S = 0.05
 NO_PROGRESS_SLICES = 5  # consecutive slices without a rate: the cell is not making progress
-# A slice whose cell got less than this share of the CPU time it usually gets (the median of
-# its side's slices so far) was starved by a neighbour's burst, not slowed by its code: its
-# pair is discarded. Judged against the side's own median, a candidate that waits more than
-# the base is not discarded for it (docs/benchmarks.md, "A/B gate").
+# A slice whose cell got less than this share of the CPU it usually gets, relative to what
+# the other slice of its pair got, was starved by a neighbour's burst, not slowed by its
+# code: the pair is discarded. Each share is taken relative to its side's median (a
+# candidate that waits more than the base is not discarded for it) and the two slices of a
+# pair are compared with each other (a load that lasts hits both and is the pairing's job).
 STARVED = 0.7
 STARVED_HISTORY = 4  # slices of a side before its median share is trusted
 # Below this typical share (cores) a cell mostly waits, and the kernel's 10 ms CPU clock is
@@ -107,7 +109,7 @@ class SliceResult:
     window_s: float | None  # the measured interval inside it
     rate: float | None  # counter per second over the window; None: discarded
     cpu_share: float | None = None  # CPU seconds of the cell's processes per second of the slice
-    starved: bool = False  # its CPU share fell below STARVED x this side's median: a neighbour's burst
+    starved: bool = False  # its CPU share fell below STARVED x its partner's (both by their side's median)
 
 
 @dataclass
@@ -368,7 +370,8 @@ class Slicer:
             for i in range(total):
                 pair = self._pair(instances, index, i, warmup=i < self.opts.warmup_pairs)
                 block.pairs.append(pair)
-                failures = 0 if pair.log_ratio is not None else failures + 1
+                measured = pair.base.rate is not None and pair.cand.rate is not None
+                failures = 0 if measured else failures + 1
                 if self.counter is None and failures >= NO_PROGRESS_SLICES:
                     self._agree_on_counter(instances, final=True)
                 if failures >= NO_PROGRESS_SLICES:
@@ -411,19 +414,26 @@ class Slicer:
         if self.counter is None:  # a cell's first samples may have counted nothing yet
             self._agree_on_counter(instances, final=False)
         results = {name: self._measure(result, window) for name, (result, window) in ran.items()}
-        for name, result in results.items():
-            self._judge_share(name, result)
+        self._judge_shares(results)
         return Pair(block, index, warmup, first, results["base"], results["candidate"])
 
-    def _judge_share(self, side: str, result: SliceResult) -> None:
-        """Mark a slice starved when its CPU share fell below STARVED x its side's median."""
-        if result.cpu_share is None:
-            return
-        history = self._shares.setdefault(side, [])
-        if len(history) >= STARVED_HISTORY:
-            typical = sorted(history)[len(history) // 2]
-            result.starved = typical >= STARVED_MIN_SHARE and result.cpu_share < STARVED * typical
-        history.append(result.cpu_share)
+    def _judge_shares(self, results: dict[str, SliceResult]) -> None:
+        """Mark a slice starved when its CPU share, relative to its side's median, fell
+        below STARVED x its partner's (relative to the partner side's median)."""
+        relative = {}
+        for side, result in results.items():
+            history = self._shares.setdefault(side, [])
+            if result.cpu_share is None:
+                continue
+            if len(history) >= STARVED_HISTORY:
+                typical = sorted(history)[len(history) // 2]
+                if typical >= STARVED_MIN_SHARE:
+                    relative[side] = result.cpu_share / typical
+            history.append(result.cpu_share)
+        if len(relative) == 2:
+            base, cand = relative["base"], relative["candidate"]
+            results["base"].starved = base < STARVED * cand
+            results["candidate"].starved = cand < STARVED * base
 
     def _measure(self, result: SliceResult, window: list[Sample]) -> SliceResult:
         """The slice's rate of the agreed counter over its measured window."""

@@ -178,7 +178,7 @@ def main(
             "ab": {"base": side_facts(base), "candidate": side_facts(cand)},
             "cells": [c.to_json() for c in cells],
         }
-        store = RunStore.create(out, f"ab-{spec.label or 'ab'}", meta)
+        store = RunStore.create(out, f"ab-{spec.label}" if spec.label else "ab", meta)
         results = run_ab(cells, base, cand, store.root, opts, quiet)
         store.update_meta(ended=utc_now(), state="finished")
     render_ab(results, f"A/B: candidate {cand.describe()} / base {base.describe()}")

@@ -275,6 +275,8 @@ def test_speed_checks_from_an_ab(tmp_path):
     assert speed([ab_result(ref, "ok"), base_failed]) == ("pass", {"defaults": "ok", "unit_size=30000": "skipped"})
     cand_failed = ab_result(tgt, "error", failed_side="candidate")
     assert speed([ab_result(ref, "ok"), cand_failed])[0] == "fail"
+    unmeasured = ab_result(tgt, "error", failed_side=None)  # neither side to blame (no rates)
+    assert speed([ab_result(ref, "ok"), unmeasured])[0] == "undecided"
     refused = {"cell": tgt, "refused": "device=cuda", "decision": "skipped"}
     assert speed([ab_result(ref, "ok"), refused])[1]["unit_size=30000"] == "skipped"
     with pytest.raises(UserError, match="--normalize"):
