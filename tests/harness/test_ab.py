@@ -196,3 +196,28 @@ def test_ctrl_c_leaves_no_worktree_and_no_process(repo, tmp_path):
     assert ab is None or ab["state"] == "interrupted"
     time.sleep(0.5)
     assert_nothing_left(repo, tmp_path)
+
+
+def test_positional_arguments_and_options(tmp_path):
+    from harness.commands.ab import build_options, split_positionals
+    from harness.errors import UserError
+
+    spec = tmp_path / "quick.toml"
+    spec.write_text("")
+    assert split_positionals([]) == (None, None)
+    assert split_positionals(["HEAD~2"]) == ("HEAD~2", None)
+    assert split_positionals([str(spec)]) == (None, spec)
+    assert split_positionals(["main", "configs/other.toml"]) == ("main", Path("configs/other.toml"))
+    with pytest.raises(UserError, match="two sweep specs"):
+        split_positionals(["a.toml", "b.toml"])
+    opts = build_options("5%", 60, 0.9, 2.0, 0.1, 6, 7, 2)
+    assert (opts.tolerance, opts.budget_s, opts.seed) == (pytest.approx(0.05), 60, 7)
+    assert opts.alpha == pytest.approx(0.1)
+    slicing = opts.slicing
+    assert (slicing.slice_s, slicing.settle_s, slicing.pairs, slicing.warmup_pairs) == (2.0, 0.1, 6, 2)
+    assert slicing.max_slice_s >= 8.0
+    for bad in ({"slice_s": 0.1}, {"settle": 9}, {"pairs": 0}, {"seed": -1}, {"warmup_pairs": -1}):
+        args = {"tolerance": None, "budget": None, "confidence": 0.95, "slice_s": None, "settle": None,
+                "pairs": None, "seed": None, "warmup_pairs": None, **bad}  # fmt: skip
+        with pytest.raises(UserError):
+            build_options(**args)
