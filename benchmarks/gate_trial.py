@@ -1,250 +1,234 @@
-"""The gate measured: how often does `harness gate` catch a planted 10 % slowdown, and how
-often does it fail two runs of the same code?
+"""The A/B gate measured: how often does `harness ab` call a planted slowdown a regression,
+how often does it call identical code one, and how long does it take to decide?
 
-Each trial is a fresh baseline run and a fresh candidate run of the synthetic suite, two
-cells each: the normalization reference (spin, workers=1) and the target (spin, workers=1,
-unit_size=30000). In "slow" trials the candidate's target has `slowdown` (1.10: 10 % more
-work per unit); in "same" trials it has 1.0. Slow and same trials alternate, so a change
-of machine load over the hour hits both alike. Every trial is judged by harness.gate's
-own `evaluate` (the same code `harness gate` runs) for a grid of tolerances, confidences
-and with/without `--normalize synthetic`; recall = slow trials flagged, false alarms =
-same trials flagged. Raw per-repeat values go to a JSON file for re-analysis.
+Each cell gets a scratch clone of this repository (shared objects, nothing pushed) with four
+commits on top of HEAD: the base (HEAD itself), an empty commit (identical code on a
+different worktree), and commits that plant a slowdown of 10 % and 5 % in the cell's own
+code: for the synthetic spin cell, each work unit does 1.10 (1.05) times the loop steps; for
+mccfr (processes, 2 workers), each worker burns 10 % (5 %) more CPU time after every batch,
+timed by its thread's CPU clock so that a SIGSTOP cannot shorten it. Every trial is one
+`python -m harness.cli ab BASE ARM` run exactly as a user runs it (worktrees, slicing,
+the sequential test, its budget), with a fresh seed; the arms take turns in a random order
+within each round, so a change of machine load over the hours hits every arm alike.
 
-The issue's version (about two hours on 2 cores):
+Per cell and arm it reports: regression (recall for a planted slowdown, false alarms for
+identical code), ok, undecided, the median time to a decision (A/B time, the first launch of
+each side excluded, as the budget counts it) and the median estimate of candidate/base.
+Raw results (every trial's ab.json cell, slices included) go to --save, written after every
+trial, so an interrupted campaign keeps what it measured.
 
-    python benchmarks/gate_trial.py --trials 20 --repeats 5 --duration 10 --warmup 1
+The issue's campaign (hours: run it on an idle machine):
 
-The scaled-down version measured in docs/benchmarks.md ("CI gate trial"), and its analysis:
+    python benchmarks/gate_trial.py --trials 40 --save benchmarks/data/ab_trial-DATE.json
 
-    python benchmarks/gate_trial.py --trials 10 --repeats 5 --duration 1.5 --warmup 0.5
-    python benchmarks/gate_trial.py --analyze benchmarks/data/gate_trial-2026-11-22.json
+Its smoke test (2 trials per arm, short budgets, a few minutes):
 
-`--simulate 0.02,0.05` models the gate on a machine with that per-repeat noise (no runs).
+    python benchmarks/gate_trial.py --trials 2 --budgets 1.10:40,1.05:40,1.0:40 \
+        --save results/ab_trial-smoke.json
+
+Re-analysis of a saved file: python benchmarks/gate_trial.py --analyze FILE
+
+`--simulate` models the campaign instead (no runs): the unit test's model of the slicer's
+output (tests/harness/test_ab_sequential.py: AR(1) machine phases, slice noise, a layout
+bias per process) at three noise levels, judged by the harness's own sequential test.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
+import random
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's harness, not an installed one
+ROOT = Path(__file__).resolve().parent.parent
 
-import numpy as np
-
-from harness.baselines import load_run
-from harness.gating import DEFAULT_CONFIDENCE, DEFAULT_TOLERANCE, GateOptions, evaluate, normalized
-from harness.stats import ratio_of_medians, verdict
-
-TARGET_UNIT_SIZE = 30_000
-
-SPEC = """label = "gate-trial"
-duration = {duration}
-warmup = {warmup}
-repeats = {repeats}
-
-[[matrix]]
-suite = "synthetic"
-params = {{ kind = "spin", workers = 1 }}
-
-[[matrix]]
-suite = "synthetic"
-params = {{ kind = "spin", workers = 1, unit_size = {unit}, slowdown = {slowdown} }}
-"""
-
-
-def sweep(out: Path, slowdown: float, args: argparse.Namespace) -> Path:
-    spec = out / f"spec-{slowdown}.toml"
-    spec.write_text(
-        SPEC.format(
-            duration=args.duration, warmup=args.warmup, repeats=args.repeats, unit=TARGET_UNIT_SIZE, slowdown=slowdown
-        )
-    )
-    before = set(out.glob("*-gate-trial*"))
-    subprocess.run(
-        [sys.executable, "-m", "harness.cli", "sweep", str(spec), "--out", str(out), "--quiet"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    (new,) = set(out.glob("*-gate-trial*")) - before
-    return new
+# cell -> (harness ab arguments, file to patch, the line the patch anchors on, the patch)
+PLANTS = {
+    "spin": (
+        ["--suite", "synthetic", "--set", "kind=spin", "--set", "workers=1"],
+        "suites/synthetic/spin.py",
+        "    steps = max(1, round(params.unit_size * params.slowdown))\n",
+        "    steps = max(1, round(params.unit_size * params.slowdown * {factor}))  # planted by gate_trial\n",
+    ),
+    "mccfr": (
+        ["--suite", "mccfr", "--set", "backend=processes", "--set", "workers=2", "--set", "batch_size=1000"],
+        "suites/mccfr/worker.py",
+        "        compute_s = time.perf_counter() - started\n",
+        "        _burn = time.thread_time() + ({factor} - 1) * (time.perf_counter() - started)  # planted by gate_trial\n"
+        "        while time.thread_time() < _burn:\n"
+        "            pass\n"
+        "        compute_s = time.perf_counter() - started\n",
+    ),
+}
+DEFAULT_BUDGETS = "1.10:180,1.05:600,1.0:600"  # the issue: 10 % within 3 min, 5 % within 10 min
 
 
-def target_check(result: dict) -> dict:
-    (check,) = [c for c in result["checks"] if c["kind"] == "speed" and "unit_size=30000" in c["label"]]
-    return check
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def judge(base_dir: Path, cand_dir: Path, tolerance: float, confidence: float, normalize: str | None) -> dict:
-    opts = GateOptions(
-        tolerance=tolerance,
-        confidence=confidence,
-        normalize=normalize,
-        metrics=["units_per_s"],
-        ignore_params=["slowdown"],
-    )
-    return target_check(evaluate(load_run(cand_dir), load_run(base_dir), opts))
+def scratch_clone(cell: str, factors: list[float], where: Path) -> tuple[Path, dict[float, str]]:
+    """A clone of HEAD with one commit per arm; returns it and arm factor -> commit."""
+    clone = where / f"repo-{cell}"
+    git(ROOT, "clone", "--quiet", "--shared", "--no-checkout", str(ROOT), str(clone))
+    git(clone, "checkout", "--quiet", "--detach", git(ROOT, "rev-parse", "HEAD"))
+    git(clone, "config", "user.email", "gate-trial@localhost")
+    git(clone, "config", "user.name", "gate trial")
+    base = git(clone, "rev-parse", "HEAD")
+    _, path, anchor, patch = PLANTS[cell]
+    commits = {}
+    for factor in factors:
+        git(clone, "checkout", "--quiet", "--detach", base)
+        if factor == 1.0:
+            git(clone, "commit", "--quiet", "--allow-empty", "-m", "identical code")
+        else:
+            target = clone / path
+            text = target.read_text()
+            if text.count(anchor) != 1:
+                raise SystemExit(f"{path}: the line the {cell} slowdown is planted at is not there once: {anchor!r}")
+            target.write_text(text.replace(anchor, patch.format(factor=factor)))
+            git(clone, "commit", "--quiet", "-am", f"plant a {factor}x slowdown in {path}")
+        commits[factor] = git(clone, "rev-parse", "HEAD")
+    git(clone, "checkout", "--quiet", "--detach", base)
+    return clone, {0.0: base, **commits}
 
 
-def values(run_dir: Path) -> dict[str, list[float]]:
-    out = {}
-    for cell in load_run(run_dir).cells:
-        name = "target" if cell.params["unit_size"] == TARGET_UNIT_SIZE else "reference"
-        out[name] = [r.metrics.get("units_per_s") for r in cell.records]
-        out[f"{name}_cpu_util"] = [r.metrics.get("cpu_util_mean") for r in cell.records]
-    return out
+def one_trial(clone: Path, cell: str, base: str, arm: str, budget: float, args: argparse.Namespace, out: Path) -> dict:
+    seed = random.randrange(2**31)
+    command = [
+        sys.executable, "-m", "harness.cli", "ab", base, arm, *PLANTS[cell][0],
+        "--budget", str(budget), "--tolerance", args.tolerance, "--seed", str(seed), "--out", str(out), "--quiet",
+    ]  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=clone, capture_output=True, text=True)
+    wall = time.monotonic() - started
+    runs = sorted(out.glob("*/ab.json"), key=lambda p: p.stat().st_mtime)
+    if done.returncode not in (0, 1, 3) or not runs:
+        return {"exit_code": done.returncode, "wall_s": wall, "error": (done.stderr or done.stdout)[-2000:]}
+    doc = json.loads(runs[-1].read_text())
+    shutil.rmtree(runs[-1].parent, ignore_errors=True)  # the raw data is kept below
+    return {"exit_code": done.returncode, "wall_s": wall, "seed": seed, "cell": doc["cells"][0]}
 
 
-def _side(vals: dict[str, list[float]]) -> tuple[dict[int, float], dict[int, float]]:
-    return dict(enumerate(vals["target"])), dict(enumerate(vals["reference"]))
+def analyze(saved: Path) -> None:
+    data = json.loads(saved.read_text())
+    trials = data["trials"]
+    print(f"{len(trials)} trials from {saved} ({data.get('started')} .. {data.get('written')})")
+    print(f"{'cell':>6} {'arm':>6} {'n':>3} | {'regression':>10} {'ok':>6} {'undecided':>9} {'error':>5} | "
+          f"{'median s to decide':>18} {'median ratio':>12}")  # fmt: skip
+    for cell in dict.fromkeys(t["cell_name"] for t in trials):
+        for factor in sorted({t["factor"] for t in trials if t["cell_name"] == cell}, reverse=True):
+            mine = [t for t in trials if t["cell_name"] == cell and t["factor"] == factor]
+            decisions = [t["cell"]["decision"] if "cell" in t else "error" for t in mine]
+            decided = [t["cell"]["decided_s"] for t in mine if "cell" in t and t["cell"]["decided_s"] is not None]
+            ratios = [t["cell"]["interval"]["ratio"] for t in mine if "cell" in t and t["cell"].get("interval")]
+            n = len(mine)
+            rate = {d: decisions.count(d) / n for d in ("regression", "ok", "undecided", "error")}
+            label = "same" if factor == 1.0 else f"{factor:g}x"
+            print(
+                f"{cell:>6} {label:>6} {n:>3} | {rate['regression']:>10.0%} {rate['ok']:>6.0%} "
+                f"{rate['undecided']:>9.0%} {rate['error']:>5.0%} | "
+                f"{(f'{median(decided):.0f}' if decided else '-'):>18} {(f'{median(ratios):.3f}' if ratios else '-'):>12}"
+            )
+    print("recall = regression on a planted slowdown; false alarms = regression on identical code ('same')")
 
 
-def _flagged(base: dict, cand: dict, norm: str, conf: float, tolerances: list[float]) -> list[bool]:
-    """The gate's speed verdict for the target cell, from stored values, for each tolerance:
-    the same functions `harness gate` uses (normalized, ratio_of_medians, verdict)."""
-    (bt, br), (ct, cr) = _side(base), _side(cand)
-    if norm in ("synthetic", "median"):
-        paired = norm == "synthetic"
-        b, c = normalized(bt, br, paired), normalized(ct, cr, paired)
-    else:
-        b, c = list(bt.values()), list(ct.values())
-    interval = ratio_of_medians(b, c, confidence=conf)
-    return [verdict(interval, higher_is_better=True, tolerance=t) == "worse" for t in tolerances]
+# pair log-ratio sd of the model: calm 1.2 % and noisy 7.6 % (the issue's measured range), today 30 %
+NOISE_MODELS = {
+    "calm, pair sd 1.2 %": {"phi": 0.9, "phase_sd": 0.02, "slice_sd": 0.006},
+    "noisy, pair sd 7.6 %": {"phi": 0.8, "phase_sd": 0.1, "slice_sd": 0.03},
+    "shared, pair sd 30 %": {"phi": 0.6, "phase_sd": 0.3, "slice_sd": 0.1},
+}
+BLOCK_S = 12.0  # a block of 1 warm-up + 4 measured pairs with its two launches (docs/benchmarks.md)
 
 
-def analyze(saved: Path, tolerances: list[float], confidences: list[float]) -> None:
-    """Recall and false alarms from a saved trial file: per trial (each trial's own
-    baseline and candidate) and over all pairs of runs (every earlier slowdown=1.0 run as
-    the baseline of every later run: many more comparisons, but not independent ones)."""
-    trials = json.loads(saved.read_text())["trials"]
-    print("normalize: raw = none; median = by the reference cell's median; synthetic = by its same repeat (the gate's)")
-    runs = []  # (order, is_slow, values)
-    for i, t in enumerate(trials):
-        runs.append((2 * i, False, t["values"]["baseline"]))
-        runs.append((2 * i + 1, t["arm"] == "slow", t["values"]["candidate"]))
-    null_pairs = [(a[2], b[2]) for a in runs for b in runs if a[0] < b[0] and not a[1] and not b[1]]
-    slow_pairs = [(a[2], b[2]) for a in runs for b in runs if a[0] != b[0] and not a[1] and b[1]]
-    per_slow = [(t["values"]["baseline"], t["values"]["candidate"]) for t in trials if t["arm"] == "slow"]
-    per_same = [(t["values"]["baseline"], t["values"]["candidate"]) for t in trials if t["arm"] == "same"]
-    print(
-        f"{len(per_slow)} slow and {len(per_same)} same trials; all pairs: {len(slow_pairs)} slow, {len(null_pairs)} same"
-    )
-    print(
-        f"{'normalize':>10} {'conf':>5} {'tol':>5} | {'recall':>7} {'false al.':>9} | {'recall':>7} {'false al.':>9} (all pairs)"
-    )
-    for norm in ("raw", "median", "synthetic"):
-        for conf in confidences:
-            rates = []
-            for pairs in (per_slow, per_same, slow_pairs, null_pairs):
-                flags = np.array([_flagged(b, c, norm, conf, tolerances) for b, c in pairs]).reshape(
-                    -1, len(tolerances)
-                )
-                rates.append(flags.mean(axis=0) if len(flags) else np.zeros(len(tolerances)))
-            for k, tol in enumerate(tolerances):
-                mark = (
-                    "  <- default"
-                    if norm == "synthetic" and conf == DEFAULT_CONFIDENCE and tol == DEFAULT_TOLERANCE
-                    else ""
-                )
-                print(
-                    f"{norm:>10} {conf:>5} {tol:>5.0%} | {rates[0][k]:>7.0%} {rates[1][k]:>9.0%} | "
-                    f"{rates[2][k]:>7.0%} {rates[3][k]:>9.1%}{mark}"
-                )
-    single = []  # one repeat against one repeat, normalized: what CI (repeats=1) compares
-    for b, c in null_pairs:
-        (bt, br), (ct, cr) = _side(b), _side(c)
-        single += [(ct[j] / cr[j]) / (bt[i] / br[i]) for i in bt for j in ct if i in br and j in cr]
-    q = np.quantile(single, [0.001, 0.01, 0.05, 0.5, 0.95, 0.99, 0.999])
-    print(
-        "single-repeat normalized ratios between same-code runs (CI's point estimates): "
-        + ", ".join(f"q{p:g}={v:.3f}" for p, v in zip((0.1, 1, 5, 50, 95, 99, 99.9), q, strict=True))
-        + f" over {len(single)} pairs"
-    )
+def simulate(budgets: dict[float, float], tolerances: list[float], trials: int = 400) -> None:
+    import math
 
+    import numpy as np
 
-def simulate(sds: list[float], repeats: int, slowdown: float, tolerances: list[float], n: int = 1000) -> None:
-    """A model, not a measurement: normalized per-repeat values with lognormal noise of
-    relative sd `sd` (what a machine of that noise would give), judged by the gate's own
-    ratio_of_medians + verdict at the default confidence. Checked against the measured
-    trial by giving it the measured sd."""
+    sys.path.insert(0, str(ROOT))
+    from harness.ab.sequential import boundary
+    from tests.harness.test_ab_sequential import sequences, simulated_ab
+
     rng = np.random.default_rng(0)
-    print(f"simulated: {n} trials per arm, {repeats} repeats, slowdown {slowdown}, {DEFAULT_CONFIDENCE:g} interval")
-    print(f"{'sd':>5} " + " ".join(f"{'tol ' + format(t, '.0%'):>13}" for t in tolerances))
-    for sd in sds:
-        cells = []
-        for t in tolerances:
-            hits = {"slow": 0, "same": 0}
-            for arm, factor in (("slow", 1 / slowdown), ("same", 1.0)):
-                for _ in range(n):
-                    b = np.exp(rng.normal(0, sd, repeats))
-                    c = factor * np.exp(rng.normal(0, sd, repeats))
-                    interval = ratio_of_medians(b, c, confidence=DEFAULT_CONFIDENCE, resamples=500)
-                    hits[arm] += verdict(interval, higher_is_better=True, tolerance=t) == "worse"
-            cells.append(f"{hits['slow'] / n:>5.0%} / {hits['same'] / n:<5.1%}")
-        print(f"{sd:>5.0%} " + " ".join(f"{c:>13}" for c in cells) + "   (recall / false alarms)")
+    print(
+        f"model, {trials} A/Bs per arm, a block = {BLOCK_S:g} s; regression / ok / undecided, median blocks to decide"
+    )
+    for name, noise in NOISE_MODELS.items():
+        for tol in tolerances:
+            cells = []
+            for factor, budget in sorted(budgets.items(), reverse=True):
+                blocks = max(1, int(budget // BLOCK_S))
+                x = simulated_ab(rng, math.log(1 / factor), trials=trials, blocks=blocks, **noise)
+                low, high = sequences(x)
+                reg, ok = high < boundary(tol), low > boundary(tol)
+                first_reg = np.where(reg.any(1), reg.argmax(1), blocks + 1)
+                first_ok = np.where(ok.any(1), ok.argmax(1), blocks + 1)
+                decided = np.minimum(first_reg, first_ok)
+                med = f"{np.median(decided[decided <= blocks]) + 1:.0f}" if (decided <= blocks).any() else "-"
+                r, o = (first_reg < first_ok).mean(), (first_ok < first_reg).mean()
+                cells.append(f"{factor:g}x in {budget:g} s: {r:.0%} / {o:.0%} / {1 - r - o:.0%}, {med}")
+            print(f"{name}, tolerance {tol:.0%}: " + "; ".join(cells))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trials", type=int, default=10, help="trials per arm (slow and same)")
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--duration", type=float, default=1.5, help="measured seconds per cell")
-    ap.add_argument("--warmup", type=float, default=0.5)
-    ap.add_argument("--slowdown", type=float, default=1.10)
-    ap.add_argument("--tolerances", default="0,0.01,0.02,0.03,0.04,0.05,0.07,0.10")
-    ap.add_argument("--confidences", default="0.9,0.95,0.99")
-    ap.add_argument("--out", type=Path, default=None, help="keep run directories here (default: a temp dir)")
-    ap.add_argument("--save", type=Path, default=Path("results/gate_trial.json"), help="raw values and verdicts")
-    ap.add_argument("--analyze", type=Path, default=None, help="only analyse a saved trial file (no runs)")
-    ap.add_argument("--simulate", default=None, help="comma list of per-repeat noise sds: model the gate, no runs")
+    ap.add_argument("--trials", type=int, default=40, help="trials per cell and arm")
+    ap.add_argument("--cells", default="spin,mccfr", help=f"comma list of {', '.join(PLANTS)}")
+    ap.add_argument("--budgets", default=DEFAULT_BUDGETS, help="arm factor:budget seconds, comma list (1.0 = same)")
+    ap.add_argument("--tolerance", default="3%", help="harness ab --tolerance")
+    ap.add_argument("--save", type=Path, default=Path("results/ab_trial.json"), help="raw results (JSON)")
+    ap.add_argument("--analyze", type=Path, default=None, help="only analyse a saved file")
+    ap.add_argument("--simulate", default=None, help="comma list of tolerances: model the campaign, no runs")
     args = ap.parse_args()
-
-    tolerances = [float(t) for t in args.tolerances.split(",")]
-    confidences = [float(c) for c in args.confidences.split(",")]
-    if args.simulate is not None:
-        simulate([float(x) for x in args.simulate.split(",")], args.repeats, args.slowdown, tolerances)
-        return
     if args.analyze is not None:
-        analyze(args.analyze, tolerances, confidences)
+        analyze(args.analyze)
         return
-    out = args.out or Path(tempfile.mkdtemp(prefix="gate-trial-"))
-    out.mkdir(parents=True, exist_ok=True)
-    arms = list(itertools.islice(itertools.cycle([("slow", args.slowdown), ("same", 1.0)]), 2 * args.trials))
-    trials = []
+    budgets = {float(f): float(b) for f, b in (item.split(":") for item in args.budgets.split(","))}
+    if args.simulate is not None:
+        simulate(budgets, [float(t) for t in args.simulate.split(",")])
+        return
+    cells = [c.strip() for c in args.cells.split(",")]
+    unknown = [c for c in cells if c not in PLANTS]
+    if unknown:
+        raise SystemExit(f"--cells: unknown {', '.join(unknown)}; allowed: {', '.join(PLANTS)}")
+    scratch = Path(tempfile.mkdtemp(prefix="gate-trial-"))
+    doc = {"args": {k: str(v) for k, v in vars(args).items()}, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "head": git(ROOT, "rev-parse", "HEAD"), "trials": []}  # fmt: skip
     started = time.monotonic()
-    for i, (arm, slowdown) in enumerate(arms):
-        base_dir = sweep(out, 1.0, args)
-        cand_dir = sweep(out, slowdown, args)
-        trial = {"arm": arm, "slowdown": slowdown, "baseline": str(base_dir), "candidate": str(cand_dir)}
-        trial["values"] = {"baseline": values(base_dir), "candidate": values(cand_dir)}
-        trial["verdicts"] = {
-            f"{norm or 'raw'}/{conf}/{tol}": judge(base_dir, cand_dir, tol, conf, norm)["verdict"]
-            for norm in (None, "synthetic")
-            for conf in confidences
-            for tol in tolerances
-        }
-        default = judge(base_dir, cand_dir, DEFAULT_TOLERANCE, DEFAULT_CONFIDENCE, "synthetic")
-        trial["default"] = default
-        trials.append(trial)
-        print(
-            f"trial {i + 1}/{len(arms)} {arm}: normalized ratio {default['ratio']:.3f} "
-            f"[{default['low']:.3f}-{default['high']:.3f}] -> {default['verdict']} "
-            f"({time.monotonic() - started:.0f} s)",
-            flush=True,
-        )
-        args.save.parent.mkdir(parents=True, exist_ok=True)
-        args.save.write_text(
-            json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "trials": trials}, indent=1)
-        )
-
+    try:
+        clones = {cell: scratch_clone(cell, sorted(budgets), scratch) for cell in cells}
+        for round_ in range(args.trials):
+            arms = [(cell, factor) for cell in cells for factor in budgets]
+            random.shuffle(arms)
+            for cell, factor in arms:
+                clone, commits = clones[cell]
+                trial = one_trial(clone, cell, commits[0.0], commits[factor], budgets[factor], args, scratch / "out")
+                trial.update(cell_name=cell, factor=factor, round=round_, budget_s=budgets[factor])
+                doc["trials"].append(trial)
+                doc["written"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                args.save.parent.mkdir(parents=True, exist_ok=True)
+                args.save.write_text(json.dumps(doc, indent=1))
+                got = trial["cell"] if "cell" in trial else None
+                what = (
+                    f"{got['decision']} {got['reason']}"
+                    if got
+                    else f"exit {trial['exit_code']}: {trial['error'][-300:]}"
+                )
+                print(f"round {round_ + 1}/{args.trials} {cell} {factor:g}x: {what} "
+                      f"({trial['wall_s']:.0f} s; {time.monotonic() - started:.0f} s in all)", flush=True)  # fmt: skip
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     print()
-    analyze(args.save, tolerances, confidences)
-    print(f"raw values and verdicts: {args.save}; run directories: {out}")
+    analyze(args.save)
+    print(f"raw results: {args.save}")
 
 
 if __name__ == "__main__":

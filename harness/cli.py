@@ -168,11 +168,15 @@ def compare(
     run_a: Path = typer.Argument(..., help="baseline run directory (A)"),
     run_b: Path = typer.Argument(..., help="candidate run directory (B)"),
     html: bool = typer.Option(False, "--html", help="also write compare-<A>.html into B's directory"),
+    fail_on: str = typer.Option(
+        None, "--fail-on", help="regression: exit 1 if a throughput of B is slower beyond --tolerance, 3 if undecided"
+    ),
+    tolerance: str = typer.Option(None, "--tolerance", help="with --fail-on: slowdown allowed (default 3%)"),
 ) -> int:
     """Ratio B/A of medians per matched cell and metric, with a bootstrap 95% interval."""
     from harness.commands import compare as command
 
-    return command.main(run_a, run_b, html)
+    return command.main(run_a, run_b, html, fail_on, tolerance)
 
 
 @app.command()
@@ -235,25 +239,81 @@ def profile(
 def gate(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     baseline: str = typer.Option(
-        ..., "--baseline", help="baseline name (in --dir), a baseline .json, or a run directory"
+        None, "--baseline", help="baseline name (in --dir), a baseline .json, or a run directory"
+    ),
+    against: str = typer.Option(
+        None, "--against", help="REV: A/B every ok cell of the run against this revision (speed checks)"
     ),
     directory: Path = BaselineDirOpt,
     tolerance: str = typer.Option(
-        None, "--tolerance", help="e.g. 10% (default: see docs/benchmarks.md, CI gate trial)"
+        None, "--tolerance", help="e.g. 3% (default: see docs/benchmarks.md, CI gate trial and A/B gate)"
     ),
     metric: list[str] = typer.Option(
-        None, "--metric", help="metrics to speed-gate (default: every throughput); repeatable"
+        None, "--metric", help="metrics to speed-gate against the baseline (default: every throughput); repeatable"
     ),
     normalize: str = typer.Option(
         None, "--normalize", help="SUITE: divide throughputs by that suite's reference cell of the same run"
     ),
-    confidence: float = typer.Option(0.95, "--confidence", help="bootstrap interval of the ratio of medians"),
+    confidence: float = typer.Option(0.95, "--confidence", help="interval confidence; with --against, 1 - error rate"),
     ignore_param: list[str] = typer.Option(None, "--ignore-param", help="match cells as if this param were equal"),
+    allow_missing: bool = typer.Option(
+        False, "--allow-missing", help="a baseline cell or metric missing from the run is reported, not failed"
+    ),
+    budget: float = typer.Option(None, "--budget", help="with --against: A/B seconds per cell (default 180)"),
+    slice_s: float = typer.Option(None, "--slice", help="with --against: minimum slice length in seconds"),
+    pairs: int = typer.Option(None, "--pairs", help="with --against: measured pairs per launch"),
+    warmup_pairs: int = typer.Option(None, "--warmup-pairs", help="with --against: pairs discarded per launch"),
+    seed: int = typer.Option(None, "--seed", help="with --against: seed of the pair orders"),
 ) -> int:
-    """Compare a run with a baseline: exit 1 on any regression, 0 otherwise, 2 on bad input."""
+    """Gate a run: exit 1 on a regression or a missing cell, 3 when an A/B stayed undecided, 0 on pass, 2 on bad input."""
+    from harness.commands import ab as ab_command
     from harness.commands import gate as command
 
-    return command.main(run_dir, baseline, directory, tolerance, metric, normalize, confidence, ignore_param)
+    ab_opts = ab_command.build_options(None, budget, confidence, slice_s, None, pairs, seed, warmup_pairs)
+    return command.main(
+        run_dir, baseline, directory, tolerance, metric, normalize, confidence, ignore_param, allow_missing,
+        against, ab_opts,
+    )  # fmt: skip
+
+
+ToleranceOpt = typer.Option(
+    None, "--tolerance", help="slowdown allowed, e.g. 3% (default: docs/benchmarks.md, A/B gate)"
+)
+BudgetOpt = typer.Option(None, "--budget", help="A/B seconds per cell before it is called undecided (default 180)")
+ABConfidenceOpt = typer.Option(0.95, "--confidence", help="A/B: 1 - each decision's error rate")
+SliceOpt = typer.Option(None, "--slice", help="A/B: minimum slice length in seconds (default 1)")
+SettleOpt = typer.Option(None, "--settle", help="A/B: seconds after SIGCONT not measured (default 0)")
+PairsOpt = typer.Option(None, "--pairs", help="A/B: measured pairs per launch of fresh processes (default 4)")
+WarmupPairsOpt = typer.Option(None, "--warmup-pairs", help="A/B: pairs discarded after each launch (default 1)")
+SeedOpt = typer.Option(None, "--seed", help="A/B: seed of the pair orders (default: drawn and recorded)")
+
+
+@app.command()
+@user_errors_exit_2
+def ab(
+    base_rev: str = typer.Argument(..., help="the base revision (commit, branch, tag: HEAD~1, origin/main)"),
+    rest: list[str] = typer.Argument(None, help="[CAND_REV] (default: the working tree) [SPEC.toml]"),
+    suite: str = typer.Option(None, "--suite", help="this suite's cells (or its entries of the spec)"),
+    workers: str = typer.Option(None, "--workers", help="comma list: one cell per value"),
+    backend: str = typer.Option(None, "--backend", help="comma list: one cell per value"),
+    set_: list[str] = SetOpt,
+    tolerance: str = ToleranceOpt,
+    budget: float = BudgetOpt,
+    confidence: float = ABConfidenceOpt,
+    slice_s: float = SliceOpt,
+    settle: float = SettleOpt,
+    pairs: int = PairsOpt,
+    warmup_pairs: int = WarmupPairsOpt,
+    seed: int = SeedOpt,
+    out: Path = OutOpt,
+    label: str = typer.Option(None, "--label", help="name in the A/B's directory"),
+    quiet: bool = typer.Option(False, "--quiet", help="no line per block"),
+) -> int:
+    """A/B two revisions on this machine, time-sliced: exit 0 no regression, 1 regression, 3 undecided, 2 bad input."""
+    from harness.commands import ab as command
+
+    opts = command.build_options(tolerance, budget, confidence, slice_s, settle, pairs, seed, warmup_pairs)
+    return command.main(base_rev, rest, suite, workers, backend, set_, opts, out, label, quiet)
 
 
 @app.command()

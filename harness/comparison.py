@@ -3,6 +3,11 @@ metric, the ratio of medians B/A with a bootstrap 95 % interval and a verdict.
 
 Only successful repeats count. A metric whose vocabulary direction is None (counters,
 utilisation) gets its ratio but no verdict.
+
+Throughputs also get a `decision` with the A/B's statistics (harness.ab.sequential): the
+interval of the mean log-ratio (Welch's, both runs' repeats being independent and seen
+once) against the tolerance: regression (the whole interval below 1 - tolerance), ok (the
+whole interval above it) or undecided; `harness compare --fail-on regression` exits by it.
 """
 
 from __future__ import annotations
@@ -12,6 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from harness.ab.sequential import DEFAULT_TOLERANCE, decide, final, welch_interval
+from harness.gating import is_throughput
 from harness.record import CellGroup, Record, group_by_cell, number
 from harness.stats import ratio_of_medians, verdict
 from harness.store import RunStore
@@ -45,7 +54,10 @@ def _describe(cell: CellGroup) -> dict[str, Any]:
 
 
 def compare_records(
-    records_a: list[Record], records_b: list[Record], tolerance: float = 0.0
+    records_a: list[Record],
+    records_b: list[Record],
+    tolerance: float = 0.0,
+    decision_tolerance: float = DEFAULT_TOLERANCE,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(rows, only in A, only in B, matched but without successful repeats on a side)."""
     cells_a = {c.id: c for c in group_by_cell(records_a)}
@@ -73,6 +85,14 @@ def compare_records(
             if interval is None:
                 continue  # absent on a side, or a zero baseline: no ratio to give
             way = words.direction(metric)
+            decision = None
+            if is_throughput(a, metric):
+                fixed = welch_interval(values_a, values_b)
+                decision = {
+                    "decision": final(decide(fixed, decision_tolerance)),
+                    "decision_low": float(np.exp(fixed.low)),
+                    "decision_high": float(np.exp(fixed.high)),
+                }
             rows.append(
                 {
                     "id": cell_id,
@@ -88,6 +108,7 @@ def compare_records(
                     "n_a": len(values_a),
                     "n_b": len(values_b),
                     "verdict": verdict(interval, way == "higher", tolerance) if way else NO_DIRECTION,
+                    **(decision or {"decision": None}),
                 }
             )
     only_a = [_describe(c) for cid, c in cells_a.items() if cid not in cells_b]
@@ -95,7 +116,11 @@ def compare_records(
     return rows, only_a, only_b, unusable
 
 
-def compare_runs(run_a: Path, run_b: Path, tolerance: float = 0.0) -> Comparison:
+def compare_runs(
+    run_a: Path, run_b: Path, tolerance: float = 0.0, decision_tolerance: float = DEFAULT_TOLERANCE
+) -> Comparison:
     store_a, store_b = RunStore.open(run_a), RunStore.open(run_b)
-    rows, only_a, only_b, unusable = compare_records(store_a.records(), store_b.records(), tolerance)
+    rows, only_a, only_b, unusable = compare_records(
+        store_a.records(), store_b.records(), tolerance, decision_tolerance
+    )
     return Comparison(run_a, run_b, store_a.meta(), store_b.meta(), rows, only_a, only_b, unusable)

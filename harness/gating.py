@@ -7,6 +7,16 @@ the baseline's through the ratio of medians and its bootstrap interval (harness.
 regression only when the whole interval lies beyond the tolerance, so noise alone, which
 widens the interval, cannot fail the gate.
 
+With an A/B (`harness gate RUN --against REV`, harness.ab) the speed checks come from the
+A/B's decisions instead of the baseline's repeats: each cell of the run was time-sliced
+against the same cell of REV, and its check is regression / ok / undecided as the
+sequential test decided it. A baseline, when given too, still supplies the quality bounds
+and the list of cells that must be present.
+
+A cell of the baseline that the run lacks, or a metric the baseline has and the run no
+longer reports, fails the gate (a renamed param must not silently switch it off) unless
+`allow_missing`.
+
 `normalize=SUITE` divides every throughput by that suite's reference cell (its vocabulary's
 `reference`, e.g. a CPU spin cell) from the same run, repeat by repeat where it can: the
 sweep runs repeat-major, so repeat r of every cell ran close together in time. Machines of
@@ -32,7 +42,7 @@ from harness.stats import ratio_of_medians, verdict
 DEFAULT_TOLERANCE = 0.02
 DEFAULT_CONFIDENCE = 0.95
 PAIRED = True  # divide by the reference's same repeat, not its median
-GATE_VERDICTS = ("pass", "fail")
+GATE_VERDICTS = ("pass", "fail", "undecided")
 TIME_TO_TARGET = "time_to_target_s"  # gated like a throughput: lower is better
 
 
@@ -68,6 +78,7 @@ class GateOptions:
     normalize: str | None = None  # a suite with a reference cell
     confidence: float = DEFAULT_CONFIDENCE
     ignore_params: list[str] = field(default_factory=list)  # match cells as if these keys were equal
+    allow_missing: bool = False  # baseline cells or metrics absent from the run: reported, not failed
 
 
 @dataclass
@@ -77,7 +88,7 @@ class Check:
     cell: str
     label: str
     metric: str | None
-    verdict: str  # ok | regression | improvement | new | missing | skipped | reference
+    verdict: str  # ok | regression | improvement | new | missing | skipped | reference | undecided
     baseline: float | None = None
     candidate: float | None = None
     ratio: float | None = None
@@ -151,7 +162,11 @@ def correctness_checks(cell: CellGroup, base: CellGroup | None, bounds: dict[str
         )  # fmt: skip
     else:
         checks.append(Check("correctness", suite, cid, label, None, "ok", note=f"{n}/{n} repeats ok"))
-    lost = [r for r in cell.ok if "work_requested" in r.metrics and r.metrics.get("work_done") != r.metrics["work_requested"]]
+    lost = [
+        r
+        for r in cell.ok
+        if "work_requested" in r.metrics and r.metrics.get("work_done") != r.metrics["work_requested"]
+    ]
     if lost:
         m = lost[0].metrics
         checks.append(
@@ -243,6 +258,42 @@ def speed_check(
     )
 
 
+def ab_check(cand: CellGroup, ab: dict[str, Any] | None, opts: GateOptions) -> Check:
+    """The speed check of one cell from its A/B result (harness.ab.experiment.CellAB.to_json)."""
+    suite, cid, label = cand.suite, cand.id, cand.label
+    if ab is None:
+        return Check("speed", suite, cid, label, None, "skipped", note="not A/B'd")
+    if ab.get("refused"):
+        return Check("speed", suite, cid, label, None, "skipped", note=f"not A/B'd: {ab['refused']}")
+    metric, decision = ab.get("metric"), ab["decision"]
+    if decision == "error":
+        if ab.get("failed_side") == "base":
+            return Check(
+                "speed", suite, cid, label, metric, "skipped", note=f"the base revision's cell failed: {ab['reason']}"
+            )
+        if ab.get("failed_side") == "candidate":
+            return Check("speed", suite, cid, label, metric, "regression", note=f"the A/B failed: {ab['reason']}")
+        return Check("speed", suite, cid, label, metric, "undecided", note=f"the A/B could not measure: {ab['reason']}")
+    interval = ab.get("interval") or {}
+    blocks = ab.get("ab_blocks") or []
+    pairs = sum(1 for b in blocks for p in b["pairs"] if not p["warmup"] and p["log_ratio"] is not None)
+    ratio, low, high = interval.get("ratio"), interval.get("ratio_low"), interval.get("ratio_high")
+    verdict_ = {"regression": "regression", "ok": "ok", "undecided": "undecided"}[decision]
+    if verdict_ == "ok" and low is not None and low > 1 + opts.tolerance:
+        verdict_ = "improvement"
+    timing = f"A/B: {len(blocks)} blocks, {pairs} pairs, {ab.get('elapsed_s', 0):.0f} s"
+    return Check(
+        "speed", suite, cid, label, metric, verdict_, ratio=ratio, low=low, high=high,
+        note=timing + ("; " + ab["reason"] if decision == "undecided" else ""),
+    )  # fmt: skip
+
+
+def failing(check: Check | dict[str, Any], opts: GateOptions) -> bool:
+    """Whether a check fails the gate: a regression, or something missing unless allowed."""
+    verdict_ = check.verdict if isinstance(check, Check) else check["verdict"]
+    return verdict_ == "regression" or (verdict_ == "missing" and not opts.allow_missing)
+
+
 def _validate_metrics(opts: GateOptions, cells: list[CellGroup]) -> None:
     if not opts.metrics:
         return
@@ -278,15 +329,26 @@ def _references(
     return (ref_base.by_repeat(metric), ref_run.by_repeat(metric)), {ref_run.id, ref_base.id}
 
 
-def evaluate(run: Snapshot, base: Snapshot, opts: GateOptions) -> dict[str, Any]:
-    """Every check of `run` against `base`."""
+def evaluate(
+    run: Snapshot, base: Snapshot | None, opts: GateOptions, ab: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Every check of `run` against `base` (quality bounds, coverage and, without an A/B,
+    speed) and against the A/B's results `ab` (speed), when given."""
     if not 0 < opts.confidence < 1:
         raise UserError(f"--confidence {opts.confidence}: must lie between 0 and 1 (e.g. 0.95)")
+    if base is None and ab is None:
+        raise UserError("nothing to gate against: give --baseline NAME, --against REV, or both")
+    if ab is not None and opts.normalize is not None:
+        raise UserError(
+            "--normalize divides by a reference cell of the same run; an A/B (--against) pairs slices instead: drop one"
+        )
     _validate_metrics(opts, run.cells)
     run_idx = _index(run.cells, opts.ignore_params, "run")
-    base_idx = _index(base.cells, opts.ignore_params, "baseline")
+    base_idx = _index(base.cells, opts.ignore_params, "baseline") if base is not None else {}
+    bounds = base.bounds if base is not None else {}
+    ab_by_cell = {r["cell"]: r for r in ab or []}
     refs, reference_ids, unnormalizable = None, set(), False
-    if opts.normalize is not None:
+    if opts.normalize is not None and base is not None:
         refs, reference_ids = _references(run, base, opts.normalize)
         # A failed reference cell is a correctness regression already; the speed checks
         # cannot be normalized, so they are skipped rather than compared raw.
@@ -294,7 +356,11 @@ def evaluate(run: Snapshot, base: Snapshot, opts: GateOptions) -> dict[str, Any]
     checks: list[Check] = []
     for key, cand in run_idx.items():
         base_cell = base_idx.get(key)
-        checks.extend(correctness_checks(cand, base_cell, base.bounds))
+        checks.extend(correctness_checks(cand, base_cell, bounds))
+        if ab is not None:
+            if cand.ok and len(cand.ok) == len(cand.records):
+                checks.append(ab_check(cand, ab_by_cell.get(cand.id), opts))
+            continue
         if base_cell is None:
             checks.append(Check("coverage", cand.suite, cand.id, cand.label, None, "new", note="not in the baseline"))
             continue
@@ -325,21 +391,28 @@ def evaluate(run: Snapshot, base: Snapshot, opts: GateOptions) -> dict[str, Any]
         if key not in run_idx:
             checks.append(
                 Check("coverage", base_cell.suite, base_cell.id, base_cell.label, None, "missing",
-                      note="in the baseline, not in the run")
+                      note="in the baseline, not in the run (params renamed? --ignore-param KEY, or save a new baseline)")
             )  # fmt: skip
     run_suites = {c.suite for c in run.cells}
-    base_suites = {c.suite for c in base.cells}
+    base_suites = {c.suite for c in base.cells} if base is not None else run_suites
     notes = [
         f"suite {s}: in the run, not in the baseline (not gated for speed)" for s in sorted(run_suites - base_suites)
     ]
     notes += [f"suite {s}: in the baseline, not in the run" for s in sorted(base_suites - run_suites)]
-    regressions = sum(c.verdict == "regression" for c in checks)
+    missing = sum(c.verdict == "missing" for c in checks)
+    if missing and opts.allow_missing:
+        notes.append(f"{missing} missing cell(s) or metric(s) allowed by --allow-missing")
+    failures = sum(failing(c, opts) for c in checks)
+    undecided = sum(c.verdict == "undecided" for c in checks)
+    verdict_ = GATE_VERDICTS[1] if failures else GATE_VERDICTS[2] if undecided else GATE_VERDICTS[0]
     return {
-        "verdict": GATE_VERDICTS[1] if regressions else GATE_VERDICTS[0],
-        "regressions": regressions,
+        "verdict": verdict_,
+        "regressions": sum(c.verdict == "regression" for c in checks),
+        "failures": failures,
+        "undecided": undecided,
         "improvements": sum(c.verdict == "improvement" for c in checks),
         "options": asdict(opts),
-        "baseline": {"name": base.name, "source": base.source, **_run_facts(base.run)},
+        "baseline": {"name": base.name, "source": base.source, **_run_facts(base.run)} if base is not None else None,
         "run": {"source": run.source, **_run_facts(run.run)},
         "notes": notes,
         "checks": [asdict(c) for c in checks],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import psutil
@@ -114,11 +115,25 @@ def kill_tree(pgid: int | None, known: dict[int, psutil.Process], grace_s: float
     _signal_group(pgid, signal.SIGTERM)
     for proc in procs:
         _signal(proc, signal.SIGTERM)
-    _, still = psutil.wait_procs(procs, timeout=grace_s)
+    still = wait_dead(procs, grace_s)
     _signal_group(pgid, signal.SIGKILL)
     for proc in still + alive(known):
         _signal(proc, signal.SIGKILL)
-    psutil.wait_procs(alive(known), timeout=grace_s)
+    wait_dead(alive(known), grace_s)
+
+
+def wait_dead(procs: list[psutil.Process], timeout_s: float, poll_s: float = 0.01) -> list[psutil.Process]:
+    """Wait until none of `procs` is alive (zombies count as dead); returns the survivors.
+
+    Not psutil.wait_procs: it waits for a zombie to be reaped, and a worker orphaned by
+    its dead parent is reaped by init whenever init gets to it, which cost every kill the
+    whole grace period."""
+    deadline = time.monotonic() + timeout_s
+    still = alive({p.pid: p for p in procs})
+    while still and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        still = alive({p.pid: p for p in still})
+    return still
 
 
 def alive(known: dict[int, psutil.Process]) -> list[psutil.Process]:

@@ -1,9 +1,15 @@
-"""A metric across runs: every run's per-cell median in time order, with its git commit.
+"""A metric across runs: every run's per-cell median in time order, with its git commit,
+per machine, and the runs where its level changed.
 
 Scans a results directory for run directories (anything holding run.json; baselines are
 skipped), so a series of nightly sweeps becomes a table and a chart. A run directory that
 cannot be read is skipped with a warning: one broken run must not hide the others.
 Without --metric, each suite's own headline rate (its vocabulary) is used.
+
+Every run is keyed by its machine (host, CPU model, GPUs, from run.json): a series is one
+machine's and one cell's runs, never a mix, since two machines differ by more than most
+regressions. Each series gets its change points (harness.changes): the first run of a new
+level carries `change`, the relative step from the level before.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from harness.baselines import Snapshot, load_run
+from harness.changes import change_points
 from harness.errors import UserError
 from harness.store import RUN_FILE
 
@@ -50,6 +57,7 @@ def collect(results: Path, suite: str | None, metric: str | None) -> tuple[str, 
         meta = run.run
         rows.append(
             {
+                "machine": machine_of(meta),
                 "started": meta.get("started") or "",
                 "commit": (meta.get("git_commit") or "")[:10] + ("+dirty" if meta.get("git_dirty") else ""),
                 "run": Path(run.source).name,
@@ -63,5 +71,34 @@ def collect(results: Path, suite: str | None, metric: str | None) -> tuple[str, 
         )
     if not rows:
         raise UserError(f"no run reports {metric}" + (f" for suite {suite}" if suite else ""))
-    rows.sort(key=lambda r: (r["started"], r["cell"]))
+    rows.sort(key=lambda r: (r["machine"], r["cell"], r["started"]))
+    mark_changes(rows)
     return metric, rows
+
+
+def machine_of(meta: dict[str, Any]) -> str:
+    """'host / CPU model / GPUs' from a run's facts; runs without them say 'unknown'."""
+    gpus = meta.get("gpus") or []
+    names = sorted({g.get("name", "?") for g in gpus if isinstance(g, dict)})
+    gpu = " + ".join(names) if names else "no GPU"
+    return f"{meta.get('hostname') or 'unknown host'} / {meta.get('cpu_model') or 'unknown CPU'} / {gpu}"
+
+
+def series(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Rows by (machine, cell), each in time order: the lines of the table and chart."""
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        out.setdefault((row["machine"], row["cell"]), []).append(row)
+    for mine in out.values():
+        mine.sort(key=lambda r: r["started"])
+    return out
+
+
+def mark_changes(rows: list[dict[str, Any]]) -> None:
+    """Set `change` (relative step, or None) and `change_p` on every row, per series."""
+    for row in rows:
+        row["change"], row["change_p"] = None, None
+    for mine in series(rows).values():
+        for change in change_points([r["median"] for r in mine]):
+            mine[change.index]["change"] = change.relative
+            mine[change.index]["change_p"] = change.p_value

@@ -186,6 +186,9 @@ class Vocabulary:
     signals: Mapping[str, str] = field(default_factory=dict)  # SIGNALS name -> this suite's metric
     remedies: Mapping[str, str] = field(default_factory=dict)  # rule symptom -> advice naming its knobs
     limits: tuple[LimitBenchmark, ...] = ()
+    # why a cell with these params cannot be time-sliced by `harness ab` (it relies on
+    # wall-clock timeouts that a SIGSTOP of its group would trip), or None: it can
+    sliceable: Callable[[Any], str | None] | None = None
 
     def resolve(self, params_model: type | None) -> Vocabulary:
         """This vocabulary with the conventional params filled in from the Params model."""

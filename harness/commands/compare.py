@@ -1,15 +1,26 @@
-"""`harness compare RUN_A RUN_B`: ratios B/A per matched cell and metric."""
+"""`harness compare RUN_A RUN_B [--fail-on regression]`: ratios B/A per matched cell and
+metric; with --fail-on regression, exit 1 when a throughput of B is slower than A's beyond
+the tolerance, 3 when one cannot be told apart from the tolerance, 0 otherwise."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from harness.ab.experiment import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
+from harness.ab.sequential import DEFAULT_TOLERANCE
 from harness.comparison import compare_runs
+from harness.errors import UserError
+from harness.gating import parse_tolerance
 from harness.report.terminal import render_compare
 
+FAIL_ON = ("regression",)
 
-def main(run_a: Path, run_b: Path, html: bool) -> int:
-    comparison = compare_runs(run_a, run_b)
+
+def main(run_a: Path, run_b: Path, html: bool, fail_on: str | None = None, tolerance: str | None = None) -> int:
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise UserError(f"--fail-on {fail_on!r}: allowed: {', '.join(FAIL_ON)}")
+    tol = parse_tolerance(tolerance) if tolerance is not None else DEFAULT_TOLERANCE
+    comparison = compare_runs(run_a, run_b, decision_tolerance=tol)
     render_compare(comparison)
     if html:
         from harness.report.compare_html import render_compare as render_html
@@ -17,4 +28,14 @@ def main(run_a: Path, run_b: Path, html: bool) -> int:
         path = run_b / f"compare-{run_a.resolve().name}.html"
         path.write_text(render_html(comparison), encoding="utf-8")
         print(f"comparison: {path}")
-    return 0
+    if fail_on is None:
+        return EXIT_OK
+    decisions = [r["decision"] for r in comparison.rows if r.get("decision")]
+    regressions, undecided = decisions.count("regression"), decisions.count("undecided")
+    print(
+        f"--fail-on regression: {regressions} throughput(s) slower beyond {100 * tol:g} %, {undecided} undecided, "
+        f"{decisions.count('ok')} within it (Welch 95 % interval of the log-ratio over the repeats)"
+    )
+    if regressions:
+        return EXIT_REGRESSION
+    return EXIT_UNDECIDED if undecided else EXIT_OK

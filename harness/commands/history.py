@@ -17,19 +17,31 @@ def main(suite: str | None, metric: str | None, results: Path, html: Path | None
     metric, rows = collect(results, suite, metric)
     better = vocabulary_of(rows[0]["suite"]).direction(metric)
     title = f"{metric} per run" + (f" ({better} is better)" if better else "")
-    table = Table(title=title, title_justify="left")
-    for col in ("started", "commit", "cell", "median", "min-max", "n"):
-        table.add_column(col, justify="right" if col in ("median", "n") else "left")
-    for r in rows:
-        table.add_row(
-            r["started"],
-            r["commit"],
-            escape(r["cell"]),
-            f"{r['median']:.4g}",
-            f"{r['min']:.4g}-{r['max']:.4g}",
-            str(r["n"]),
-        )
-    console_for_stdout().print(table)
+    console = console_for_stdout()
+    machines = list(dict.fromkeys(r["machine"] for r in rows))
+    for machine in machines:
+        table = Table(title=f"{title} on {escape(machine)}", title_justify="left")
+        for col in ("cell", "started", "commit", "median", "min-max", "n", "change"):
+            table.add_column(col, justify="right" if col in ("median", "n") else "left")
+        for r in (r for r in rows if r["machine"] == machine):
+            change = "" if r["change"] is None else f"{100 * r['change']:+.1f} % (p {r['change_p']:.3f})"
+            table.add_row(
+                escape(r["cell"]),
+                r["started"],
+                r["commit"],
+                f"{r['median']:.4g}",
+                f"{r['min']:.4g}-{r['max']:.4g}",
+                str(r["n"]),
+                change,
+                style="bold" if change else None,
+            )
+        console.print(table)
+    changes = sum(r["change"] is not None for r in rows)
+    console.print(
+        f"{changes} change point(s) over {len(machines)} machine(s): E-divisive means, permutation p <= 0.05, "
+        "at least 3 runs on each side",
+        highlight=False,
+    )
     path = html or results / f"history-{suite or 'all'}-{metric}.html"
     write_chart(path, metric, rows)
     print(f"chart: {path}")

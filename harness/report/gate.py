@@ -11,7 +11,14 @@ from rich.table import Table
 
 from harness.report.terminal import console_for_stdout
 
-STYLE = {"regression": "bold red", "improvement": "green", "ok": "", "new": "yellow", "missing": "yellow"}
+STYLE = {
+    "regression": "bold red",
+    "improvement": "green",
+    "ok": "",
+    "new": "yellow",
+    "missing": "yellow",
+    "undecided": "yellow",
+}
 COLUMNS = ("cell", "check", "baseline", "run", "ratio [interval]", "p", "verdict", "note")
 
 
@@ -46,9 +53,15 @@ def rows(result: dict[str, Any]) -> list[list[str]]:
 def headline(result: dict[str, Any]) -> str:
     opts = result["options"]
     norm = f", normalized by {opts['normalize']}" if opts.get("normalize") else ""
+    against = []
+    if result.get("baseline"):
+        against.append(f"baseline {result['baseline']['name']}")
+    if result.get("against"):
+        against.append(f"A/B against {result['against']['rev']}")
+    undecided = f", {result.get('undecided', 0)} undecided" if result.get("undecided") else ""
     return (
-        f"gate {result['verdict'].upper()}: {result['regressions']} regression(s), "
-        f"{result['improvements']} improvement(s) vs baseline {result['baseline']['name']} "
+        f"gate {result['verdict'].upper()}: {result['regressions']} regression(s){undecided}, "
+        f"{result['improvements']} improvement(s) vs {' and '.join(against)} "
         f"(tolerance {100 * opts['tolerance']:g}%, {100 * opts['confidence']:g}% interval{norm})"
     )
 
@@ -73,14 +86,25 @@ def markdown(result: dict[str, Any]) -> str:
         f"## {headline(result)}",
         "",
         f"- run: `{run.get('source')}` commit `{run.get('git_commit')}` on {run.get('hostname')}, started {run.get('started')}",
-        f"- baseline: `{base.get('name')}` commit `{base.get('git_commit')}` on {base.get('hostname')}, started {base.get('started')}",
-        "- speed checks fail only when the whole interval of the ratio of medians lies beyond the tolerance",
-        "",
     ]
+    if base:
+        lines.append(
+            f"- baseline: `{base.get('name')}` commit `{base.get('git_commit')}` on {base.get('hostname')}, "
+            f"started {base.get('started')}"
+        )
+    if result.get("against"):
+        lines.append(
+            f"- speed: each cell time-sliced against `{result['against']['rev']}` on this machine; a regression "
+            "only when the whole anytime-valid interval of candidate/base lies below 1 - tolerance, undecided "
+            f"when the budget ran out first (raw slices: `{result['against']['ab']}`)"
+        )
+    else:
+        lines.append("- speed checks fail only when the whole interval of the ratio of medians lies beyond the tolerance")
+    lines.append("")
     lines += [f"- note: {note}" for note in result["notes"]]
     if result["notes"]:
         lines.append("")
-    bad = [r for r, c in zip(rows(result), result["checks"], strict=True) if c["verdict"] == "regression"]
+    bad = [r for r, c in zip(rows(result), result["checks"], strict=True) if c["verdict"] in ("regression", "missing")]
     for title, table in (("Regressions", bad), ("All checks", rows(result))):
         if title == "Regressions" and not table:
             continue

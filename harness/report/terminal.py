@@ -99,7 +99,7 @@ def render_compare(comparison: Any, console: Console | None = None) -> None:
         title=f"B / A: {escape(comparison.run_b.name)} over {escape(comparison.run_a.name)} (median ratio, 95% bootstrap interval)",
         title_justify="left",
     )
-    for col in ("cell", "metric", "A median", "B median", "ratio [95% interval]", "n A/B", "verdict"):
+    for col in ("cell", "metric", "A median", "B median", "ratio [95% interval]", "n A/B", "verdict", "decision"):
         table.add_column(col, justify="right" if col in ("A median", "B median", "n A/B") else "left")
     for row in directed:
         style = VERDICT_STYLE.get(row["verdict"], "")
@@ -111,6 +111,7 @@ def render_compare(comparison: Any, console: Console | None = None) -> None:
             f"{row['ratio']:.3f} [{row['low']:.3f}-{row['high']:.3f}]",
             f"{row['n_a']}/{row['n_b']}",
             f"[{style}]{row['verdict']}[/{style}]" if style else row["verdict"],
+            row.get("decision") or "",
         )
     if directed:
         console.print(table)

@@ -15,10 +15,12 @@ def record(cid, params, repeat, metrics, status="ok", suite="synthetic", work=No
     return make_record(cid, metrics, params, suite=suite, repeat=repeat, status=status, work=work, duration=1.0)
 
 
-def make_run(root, cells, repeats=5, speed=1.0, noise=0.01, seed=0, extra=()):
-    """cells: {id: (params, units_per_s)}. `speed` scales every rate (a slower machine)."""
+def make_run(root, cells, repeats=5, speed=1.0, noise=0.01, seed=0, extra=(), meta=None):
+    """cells: {id: (params, units_per_s)}. `speed` scales every rate (a slower machine);
+    `meta` adds to (or replaces) run.json's facts (hostname, cpu_model, started ...)."""
     rng = np.random.default_rng(seed)
-    store = RunStore.create(root, "t", {"git_commit": f"c{seed}", "started": f"2026-11-22T08:0{seed % 10}:00Z"})
+    facts = {"git_commit": f"c{seed}", "started": f"2026-11-22T08:0{seed % 10}:00Z", **(meta or {})}
+    store = RunStore.create(root, "t", facts)
     for r in range(repeats):
         load = speed * (1 + rng.normal(0, noise))  # shared by the cells of one repeat
         for cid, (params, rate) in cells.items():

@@ -9,6 +9,7 @@ import pytest
 
 from harness.baselines import load as load_baseline
 from harness.baselines import load_run
+from harness.errors import UserError
 from harness.gating import GateOptions, evaluate, is_throughput, parse_tolerance
 from harness.record import CellGroup
 from tests.conftest import run_dirs
@@ -79,20 +80,36 @@ def test_correctness_failed_cell_lost_work_and_quality_bound(tmp_path):
     assert gate_of(make_run(tmp_path / "ok", cells(), seed=5, extra=[work_ok]), base)["verdict"] == "pass"
 
 
-def test_missing_suite_is_reported_not_a_crash(tmp_path):
+def test_missing_cells_and_metrics_fail_unless_allowed(tmp_path):
     mccfr = record("m", {"game": "kuhn"}, 0, {"iterations_per_s": 10.0}, suite="mccfr")
     base = make_run(tmp_path / "a", cells(), extra=[mccfr])
     cand = make_run(tmp_path / "b", {"ref": cells()["ref"]}, seed=2)
     result = gate_of(cand, base)
-    assert result["verdict"] == "pass"
+    assert result["verdict"] == "fail" and result["regressions"] == 0 and result["failures"] == 2
     assert "suite mccfr: in the baseline, not in the run" in result["notes"]
     assert sorted(c["verdict"] for c in result["checks"] if c["kind"] == "coverage") == ["missing", "missing"]
+    allowed = gate_of(cand, base, allow_missing=True)
+    assert allowed["verdict"] == "pass" and any("--allow-missing" in n for n in allowed["notes"])
     result = gate_of(base, cand)
+    assert result["verdict"] == "pass"  # cells new in the run are reported, not failed
     assert "suite mccfr: in the run, not in the baseline (not gated for speed)" in result["notes"]
     renamed = record("m", {"game": "kuhn"}, 0, {"games_per_min": 10.0}, suite="mccfr")
     result = gate_of(make_run(tmp_path / "c", cells(), extra=[renamed]), base)
     dropped = [c for c in result["checks"] if c["verdict"] == "missing" and c["metric"]]
-    assert result["verdict"] == "pass" and [c["metric"] for c in dropped] == ["iterations_per_s"]
+    assert result["verdict"] == "fail" and [c["metric"] for c in dropped] == ["iterations_per_s"]
+    assert gate_of(make_run(tmp_path / "d", cells(), extra=[renamed]), base, allow_missing=True)["verdict"] == "pass"
+
+
+def test_a_renamed_param_no_longer_switches_the_gate_off(cli, tmp_path):
+    """Every baseline cell missing from the run (a param renamed): exit 1, not 0."""
+    base = make_run(tmp_path / "a", cells(), seed=1)
+    renamed = {
+        k: ({**params, "unit_size": params.get("unit_size", 20000) + 1}, rate) for k, (params, rate) in cells().items()
+    }
+    run = make_run(tmp_path / "b", renamed, seed=2)
+    result = cli("gate", run, "--baseline", base)
+    assert result.exit_code == 1 and "missing" in result.output, result.output
+    assert cli("gate", run, "--baseline", base, "--allow-missing").exit_code == 0
 
 
 def test_throughputs_and_tolerance_parsing():
@@ -186,3 +203,83 @@ def test_pyperf_export_and_compare_to(cli, tmp_path):
     assert "synthetic[unit_size=30000] units_per_s (time per unit)" in out.stdout
     assert "1.25x slower" in out.stdout
     assert cli("export", a).exit_code == 2  # no format named
+
+
+def test_compare_fail_on_regression_exit_codes(cli, tmp_path):
+    """compare --fail-on regression: 1 slower beyond the tolerance, 0 within it, 3 when the
+    repeats cannot tell (one each), 2 on a bad value; without the flag it never fails."""
+    base = make_run(tmp_path / "a", cells(), seed=1)
+    same = make_run(tmp_path / "b", cells(), seed=2)
+    slow = make_run(tmp_path / "c", cells(1.10), seed=3)
+    once_a = make_run(tmp_path / "d", cells(), repeats=1, seed=4)
+    once_b = make_run(tmp_path / "e", cells(), repeats=1, seed=5)
+    result = cli("compare", base, slow, "--fail-on", "regression")
+    assert result.exit_code == 1 and "1 throughput(s) slower beyond 3 %" in result.output, result.output
+    assert cli("compare", base, slow, "--fail-on", "regression", "--tolerance", "15%").exit_code == 0
+    assert cli("compare", base, same, "--fail-on", "regression").exit_code == 0
+    assert cli("compare", once_a, once_b, "--fail-on", "regression").exit_code == 3
+    assert cli("compare", base, slow).exit_code == 0
+    bad = cli("compare", base, slow, "--fail-on", "slower")
+    assert bad.exit_code == 2 and "allowed: regression" in bad.output
+
+
+def test_history_keys_runs_by_machine_and_marks_the_change(cli, tmp_path):
+    """Eight nightly runs on one machine, the target 25 % slower from the fifth on, and
+    three runs of another machine at half the speed: two tables, two lines per cell in the
+    chart, one change point, at the fifth run of the first machine, and none elsewhere."""
+    results = tmp_path / "results"
+    first = {"hostname": "ci-1", "cpu_model": "EPYC", "gpus": []}
+    other = {"hostname": "laptop", "cpu_model": "M2", "gpus": [{"name": "RTX 4090"}]}
+    for night in range(8):
+        started = {"started": f"2026-11-{10 + night:02d}T02:00:00Z", "git_commit": f"n{night}"}
+        make_run(results, cells(1.25 if night >= 4 else 1.0), seed=night, meta={**first, **started})
+    for night in range(3):
+        started = {"started": f"2026-11-{10 + night:02d}T03:00:00Z", "git_commit": f"m{night}"}
+        make_run(results, cells(), speed=0.5, seed=20 + night, meta={**other, **started})
+    result = cli("history", "--results", results, "--suite", "synthetic", "--html", tmp_path / "h.html")
+    assert result.exit_code == 0, result.output
+    assert "on ci-1 / EPYC / no GPU" in result.output and "on laptop / M2 / RTX 4090" in result.output
+    assert "1 change point(s) over 2 machine(s)" in result.output
+    from harness.trend import collect
+
+    _, rows = collect(results, "synthetic", None)
+    changed = [r for r in rows if r["change"] is not None]
+    assert len(changed) == 1 and changed[0]["commit"] == "n4" and changed[0]["machine"].startswith("ci-1")
+    assert changed[0]["change"] == pytest.approx(-0.2, abs=0.02) and "unit_size=30000" in changed[0]["cell"]
+    html = (tmp_path / "h.html").read_text()
+    assert "@ ci-1" in html and "@ laptop" in html and "change points" in html
+
+
+def test_speed_checks_from_an_ab(tmp_path):
+    """gate --against: each cell's speed check is its A/B decision; a failure of the base's
+    cell is not the candidate's regression, the candidate's is; refused cells are skipped."""
+    run = load_run(make_run(tmp_path / "a", cells(), seed=1))
+    by_label = {c.label: c.id for c in run.cells}
+    ref, tgt = by_label["defaults"], by_label["unit_size=30000"]
+
+    def ab_result(cid, decision, low=0.9, high=1.1, **extra):
+        interval = {"ratio": (low + high) / 2, "ratio_low": low, "ratio_high": high}
+        return {"cell": cid, "decision": decision, "metric": "units_per_s", "interval": interval, "reason": "r",
+                "elapsed_s": 30.0, "ab_blocks": [], **extra}  # fmt: skip
+
+    def speed(ab, **kw):
+        result = evaluate(run, None, GateOptions(tolerance=0.03, **kw), ab)
+        return result["verdict"], {c["label"]: c["verdict"] for c in result["checks"] if c["kind"] == "speed"}
+
+    assert speed([ab_result(ref, "ok", 0.98, 1.02), ab_result(tgt, "ok", 1.05, 1.10)]) == (
+        "pass", {"defaults": "ok", "unit_size=30000": "improvement"})  # fmt: skip
+    assert speed([ab_result(ref, "ok"), ab_result(tgt, "regression", 0.85, 0.9)])[0] == "fail"
+    assert speed([ab_result(ref, "ok"), ab_result(tgt, "undecided")]) == (
+        "undecided", {"defaults": "ok", "unit_size=30000": "undecided"})  # fmt: skip
+    base_failed = ab_result(tgt, "error", failed_side="base")
+    assert speed([ab_result(ref, "ok"), base_failed]) == ("pass", {"defaults": "ok", "unit_size=30000": "skipped"})
+    cand_failed = ab_result(tgt, "error", failed_side="candidate")
+    assert speed([ab_result(ref, "ok"), cand_failed])[0] == "fail"
+    unmeasured = ab_result(tgt, "error", failed_side=None)  # neither side to blame (no rates)
+    assert speed([ab_result(ref, "ok"), unmeasured])[0] == "undecided"
+    refused = {"cell": tgt, "refused": "device=cuda", "decision": "skipped"}
+    assert speed([ab_result(ref, "ok"), refused])[1]["unit_size=30000"] == "skipped"
+    with pytest.raises(UserError, match="--normalize"):
+        speed([ab_result(ref, "ok")], normalize="synthetic")
+    with pytest.raises(UserError, match="nothing to gate against"):
+        evaluate(run, None, GateOptions())

@@ -1,0 +1,148 @@
+"""The A/B's statistics: an anytime-valid confidence sequence for the mean log-ratio, and
+a three-way decision against the tolerance, safe to look at after every block.
+
+The observations are block means: one block is one fresh process of each side, sliced
+against each other for a few pairs, and its value is the mean of those pairs'
+log(candidate rate / base rate). Blocks, not pairs, are the independent unit: a process
+carries its own layout bias (two identical processes differed by 1.8 % over 100 pairs), so
+pairs of one block share an offset that only fresh processes average out, and slices of
+one process are autocorrelated. Pairing cancels the machine's slow phases, which hit both
+sides of a pair alike.
+
+The interval after n blocks is the confidence sequence of the scale-invariant t-mixture
+(Lai 1976; the "safe t-test" of Grünwald, de Heide and Koolen, and Pérez-Ortiz et al. 2022):
+for each candidate mean m, the Bayes factor of "mean m + d, with the standardized effect
+d/sigma ~ N(0, g)" against "mean m", both with the right-Haar prior 1/sigma on the unknown
+sigma, is a nonnegative martingale under "mean m" (on the scale-invariant filtration), so
+by Ville's inequality it ever exceeds 1/alpha with probability at most alpha, however often
+it is looked at. The interval is every m it has not rejected: it covers the true mean at
+every n at once with probability >= 1 - alpha, for normal block means of unknown,
+constant variance. Unlike a fixed-n t interval re-computed after every block (whose error
+grows with the number of looks), it can be watched and stopped at will; it costs about 1.7x
+the width of the fixed-n interval at 10 blocks.
+
+The decision is Pinpoint's three-way one (different / same / unknown: significant
+difference, or a difference of the given size ruled out, or more data), with the
+tolerance as the boundary: "regression" when the whole interval lies below
+log(1 - tolerance) (slower beyond the tolerance), "ok" when it lies above it (no
+regression beyond the tolerance), otherwise keep going; at the budget, "undecided" with
+the interval it got. A false "regression" needs the interval to miss a true mean at or
+above the boundary, a false "ok" one at or below it: each has probability <= alpha.
+tests/harness/test_ab_sequential.py measures both under repeated looks, on normal,
+heavy-tailed, AR(1) and per-process-biased noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+DEFAULT_ALPHA = 0.05
+# The slowdown the decision allows; tuned by benchmarks/gate_trial.py (docs/benchmarks.md, "A/B gate").
+DEFAULT_TOLERANCE = 0.03
+# Prior variance of the standardized effect in the mixture. Small values give a tighter
+# interval at many blocks, large ones allow a decision after fewer; 4 is near the best
+# width over the 4-20 blocks an A/B gets (docs/benchmarks.md, "A/B gate").
+MIXTURE_G = 4.0
+
+Decision = Literal["regression", "ok", "continue"]
+DECISIONS = ("regression", "ok", "undecided")
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The mean log-ratio (candidate / base) and its interval, after `n` observations."""
+
+    n: int
+    mean: float
+    low: float
+    high: float
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.mean)
+
+    def ratios(self) -> tuple[float, float, float]:
+        """(ratio, low, high) as candidate / base rates."""
+        return math.exp(self.mean), math.exp(self.low), math.exp(self.high)
+
+    def to_json(self) -> dict[str, Any]:
+        ratio, low, high = self.ratios()
+        return {**asdict(self), "ratio": ratio, "ratio_low": low, "ratio_high": high}
+
+
+def mixture_halfwidth(n: int, sum_squares: float, alpha: float = DEFAULT_ALPHA, g: float = MIXTURE_G) -> float:
+    """Half-width of the t-mixture confidence sequence after n observations whose squared
+    deviations from their mean sum to `sum_squares`; inf while no mean can be rejected yet.
+
+    With y = x - m, S = sum(y), Q = sum(y^2), the Bayes factor is
+    (1 + n g)^(-1/2) * (Q / (Q - g S^2 / (1 + n g)))^(n/2); it reaches 1/alpha exactly when
+    d^2 * (K g n / (1 + n g) - (K - 1)) >= (K - 1) * SS / n, with d the distance of m from
+    the mean, SS = `sum_squares` and K = (sqrt(1 + n g) / alpha)^(2/n).
+    """
+    if n < 2 or not 0 < alpha < 1:
+        return math.inf
+    k = (math.sqrt(1 + n * g) / alpha) ** (2 / n)
+    c = k * g * n / (1 + n * g) - (k - 1)
+    if c <= 0:
+        return math.inf
+    return math.sqrt((k - 1) * max(sum_squares, 0.0) / (n * c))
+
+
+def confidence_sequence(values: Sequence[float], alpha: float = DEFAULT_ALPHA, g: float = MIXTURE_G) -> Interval:
+    """The anytime-valid interval for the mean of `values` (block log-ratios)."""
+    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if x.size == 0:
+        return Interval(0, math.nan, -math.inf, math.inf)
+    mean = float(x.mean())
+    half = mixture_halfwidth(int(x.size), float(((x - mean) ** 2).sum()), alpha, g)
+    return Interval(int(x.size), mean, mean - half, mean + half)
+
+
+def boundary(tolerance: float) -> float:
+    """The log-ratio a slowdown of exactly `tolerance` has."""
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must lie in [0, 1), got {tolerance}")
+    return math.log1p(-tolerance)
+
+
+def decide(interval: Interval, tolerance: float) -> Decision:
+    """regression / ok / continue: where the whole interval lies against the boundary."""
+    edge = boundary(tolerance)
+    if interval.high < edge:
+        return "regression"
+    if interval.low > edge:
+        return "ok"
+    return "continue"
+
+
+def final(decision: Decision) -> str:
+    """What a decision is called once the budget is spent."""
+    return "undecided" if decision == "continue" else decision
+
+
+def welch_interval(base: Sequence[float], cand: Sequence[float], confidence: float = 1 - DEFAULT_ALPHA) -> Interval:
+    """Fixed-sample interval of mean log(cand) - mean log(base) (Welch's t), for two sets of
+    independent repeats seen once (harness compare): n is the smaller side; with fewer than
+    two values on a side the interval is infinite (one number is not a distribution)."""
+    from scipy import stats
+
+    a = np.log([v for v in base if v is not None and math.isfinite(v) and v > 0])
+    b = np.log([v for v in cand if v is not None and math.isfinite(v) and v > 0])
+    n = int(min(a.size, b.size))
+    if n == 0:
+        return Interval(0, math.nan, -math.inf, math.inf)
+    mean = float(b.mean() - a.mean())
+    if n < 2:
+        return Interval(n, mean, -math.inf, math.inf)
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return Interval(n, mean, mean, mean)
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
+    return Interval(n, mean, mean - half, mean + half)

@@ -1,0 +1,491 @@
+"""Time-slicing two warm cells, one per side, so that they never run at the same time.
+
+Each side's cell is a fresh `python -m harness.cell` of that side's tree, leading its own
+session and process group and running for a duration far longer than it will live. The
+slicer alternates the two groups: SIGCONT one (the whole group: a multi-process cell's
+workers stop and resume together), let it run one slice, SIGSTOP it, continue the other.
+The machine's slow phases last seconds, so two slices a second apart see the same phase,
+and the pair's log-ratio cancels it; processes started seconds apart do not. A neighbour's
+burst that takes the CPU away from one slice is not a phase both share: each slice's CPU
+share (CPU seconds of the group per second, read while it is stopped), relative to its
+side's median, is compared with its partner's, and a pair with a starved slice is
+discarded (STARVED).
+
+A slice's rate comes from the child's own sample stream (harness.probe writes the counters
+every second as JSON lines): the counter of the suite's headline rate (its vocabulary's
+first Rate, or the finer counter that rate is `made_of`, since a unit that takes seconds
+cannot be counted in one) over the interval between the first sample taken at least
+`settle_s` after SIGCONT and the last sample before SIGSTOP, timed by the child's clock.
+A slice lasts until it holds such an interval of at least `window_s` (about one sample
+period: a cell's probe may write two samples milliseconds apart when its warm-up ends) and
+`slice_s` has passed; one that has none after `max_slice_s` is discarded. Both children
+use CLOCK_MONOTONIC (time.perf_counter), which keeps running while they are stopped, so an
+interval inside one slice never spans a stop.
+
+A block is one launch of each side (started one at a time, each alone on the machine until
+it counts work), `warmup_pairs` discarded pairs, then `pairs` measured pairs whose order
+(which side runs first) is drawn at random. Nothing of a block outlives it: both groups
+are continued before they are killed (a stopped process would not act on SIGTERM), and
+processes carrying the block's marker outside the group are killed too. A cell whose
+processes leave their process group cannot be sliced (its escapees would run through the
+other side's slices) and fails with that reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from harness.ab.revisions import Side
+from harness.matrix import Cell
+from harness.processes import alive, child_env, describe_processes, kill_tree, log_tail, marked_processes, tree
+from harness.vocabulary import Vocabulary
+
+# The child runs for a duration, not a fixed amount of work, however the cell was budgeted;
+# long enough that it never stops by itself before the slicer kills it. Its probe's short
+# warm-up makes it write a sample as soon as its workload starts (the probe samples at the
+# end of warm-up, then every second), which is when its launch is over.
+CHILD_DURATION_S = 24 * 3600.0
+CHILD_WARMUP_S = 0.05
+NO_PROGRESS_SLICES = 5  # consecutive slices without a rate: the cell is not making progress
+# A slice whose cell got less than this share of the CPU it usually gets, relative to what
+# the other slice of its pair got, was starved by a neighbour's burst, not slowed by its
+# code: the pair is discarded. Each share is taken relative to its side's median (a
+# candidate that waits more than the base is not discarded for it) and the two slices of a
+# pair are compared with each other (a load that lasts hits both and is the pairing's job).
+STARVED = 0.7
+STARVED_HISTORY = 4  # slices of a side before its median share is trusted
+# Below this typical share (cores) a cell mostly waits, and the kernel's 10 ms CPU clock is
+# too coarse for a 1 s slice: such cells are not judged.
+STARVED_MIN_SHARE = 0.2
+
+
+@dataclass
+class SliceOptions:
+    """How slices and blocks are laid out (docs/benchmarks.md, "A/B gate", measured them)."""
+
+    slice_s: float = 1.0  # minimum slice length; a slice also waits for its measured window
+    window_s: float = 0.9  # the measured interval inside a slice spans at least this (a sample period)
+    max_slice_s: float = 5.0  # a slice with no usable interval by then is discarded
+    settle_s: float = 0.0  # samples this soon after SIGCONT do not open a slice's interval
+    pairs: int = 4  # measured pairs per block (per launch of fresh processes)
+    warmup_pairs: int = 1  # pairs discarded after each launch
+    start_timeout_s: float = 180.0  # launch to first counted work (a cold numba cache compiles)
+    poll_s: float = 0.005
+
+
+class CellFailed(Exception):
+    """A side's cell could not be run or sliced; the message says which side and why.
+    `side` is "base" or "candidate" when one side is to blame, None when it is the pairing."""
+
+    def __init__(self, message: str, side: str | None = None) -> None:
+        super().__init__(message)
+        self.side = side
+
+
+@dataclass
+class Sample:
+    t: float  # the child's clock, seconds since its probe started
+    counters: dict[str, float]
+    read_at: float  # the parent's time.monotonic() when it read the line
+
+
+@dataclass
+class SliceResult:
+    side: str
+    started: float  # parent's monotonic time of SIGCONT
+    length_s: float  # SIGCONT to SIGSTOP
+    window_s: float | None  # the measured interval inside it
+    rate: float | None  # counter per second over the window; None: discarded
+    cpu_share: float | None = None  # CPU seconds of the cell's processes per second of the slice
+    starved: bool = False  # its CPU share fell below STARVED x its partner's (both by their side's median)
+
+
+@dataclass
+class Pair:
+    block: int
+    index: int
+    warmup: bool
+    first: str  # which side ran first
+    base: SliceResult
+    cand: SliceResult
+
+    @property
+    def log_ratio(self) -> float | None:
+        if not self.base.rate or not self.cand.rate or self.base.starved or self.cand.starved:
+            return None
+        return math.log(self.cand.rate / self.base.rate)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "log_ratio": self.log_ratio}
+
+
+@dataclass
+class Block:
+    index: int
+    pairs: list[Pair] = field(default_factory=list)
+    launch_s: dict[str, float] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+    def log_ratios(self) -> list[float]:
+        return [lr for p in self.pairs if not p.warmup and (lr := p.log_ratio) is not None]
+
+    @property
+    def value(self) -> float | None:
+        """The block's observation for the sequential test: its mean pair log-ratio."""
+        ratios = self.log_ratios()
+        return sum(ratios) / len(ratios) if ratios else None
+
+
+def counter_of(words: Vocabulary, counters: dict[str, float]) -> str | None:
+    """The counter a slice's rate counts: the headline Rate's finer `made_of` counter, else
+    its counter; with no declared rate the first counter the cell reports, alphabetically."""
+    for rate in words.rates:
+        for name in (rate.made_of, rate.counter):
+            if name and name in counters:
+                return name
+    return min(counters) if counters and not words.rates else None
+
+
+class Instance:
+    """One side's cell process for one block: launched, stopped and continued as a group,
+    its JSON lines read as they arrive."""
+
+    def __init__(self, side: Side, cell: Cell, key: str, run_root: Path) -> None:
+        self.side, self.key, self.run_root = side, key, run_root
+        self.scratch = run_root / "series" / f".{key}.jsonl"
+        self.log = run_root / "logs" / f"{key}.log"
+        self.scratch.unlink(missing_ok=True)
+        spec = {
+            "suite": cell.suite,
+            "params": cell.params,
+            "duration": CHILD_DURATION_S,
+            "warmup": CHILD_WARMUP_S,
+            "work": None,
+            "memory_limit_mb": cell.memory_limit_mb,
+        }
+        env = child_env(key, run_root)
+        env["PYTHONPATH"] = side.pythonpath(os.environ.get("PYTHONPATH"))
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.cell", json.dumps(spec), str(self.scratch)],
+                cwd=side.root,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
+            )
+        self.pgid = self.proc.pid
+        self.known: dict[int, psutil.Process] = {}
+        self.samples: list[Sample] = []
+        self.final: dict[str, Any] | None = None
+        self._offset = math.inf  # parent monotonic - child clock, at its smallest seen
+        self._pos = 0
+        self._tail = b""
+        self.stopped = False
+
+    # ------------------------------------------------------------------ the stream
+    def read(self) -> list[Sample]:
+        """New complete lines of the child's stream; samples are returned and kept."""
+        try:
+            with open(self.scratch, "rb") as fh:
+                fh.seek(self._pos)
+                data = fh.read()
+        except FileNotFoundError:
+            return []
+        now = time.monotonic()
+        self._pos += len(data)
+        lines = (self._tail + data).split(b"\n")
+        self._tail = lines.pop()
+        new = []
+        for line in lines:
+            try:
+                rec = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            kind = rec.get("type")
+            if kind == "sample":
+                sample = Sample(float(rec["t"]), dict(rec.get("counters") or {}), now)
+                self._offset = min(self._offset, now - sample.t)
+                new.append(sample)
+            elif kind in ("result", "error"):
+                self.final = rec
+        self.samples += new
+        return new
+
+    def child_time(self, monotonic: float) -> float:
+        """A parent time.monotonic() on the child's clock (never later than the truth)."""
+        return monotonic - self._offset if math.isfinite(self._offset) else -math.inf
+
+    def failure(self) -> str | None:
+        """Why the child is no longer running, or None while it runs."""
+        if self.final is not None and self.final.get("type") == "error":
+            return f"{self.side.name} ({self.side.describe()}): {self.final.get('reason')}"
+        code = self.proc.poll()
+        if code is None:
+            return None
+        self.read()
+        if self.final is not None and self.final.get("type") == "error":
+            return f"{self.side.name} ({self.side.describe()}): {self.final.get('reason')}"
+        tail = log_tail(self.log)
+        return f"{self.side.name} ({self.side.describe()}): the cell exited with code {code}" + (
+            f"; log: {tail}" if tail else ""
+        )
+
+    def cpu_times(self) -> dict[int, float]:
+        """CPU seconds (user + system) of every live process of the cell, by pid."""
+        out = {}
+        for proc in tree(self.proc.pid):
+            try:
+                times = proc.cpu_times()
+                out[proc.pid] = times.user + times.system
+            except psutil.Error:
+                pass
+        return out
+
+    # ------------------------------------------------------------------ the group
+    def signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def stop(self) -> None:
+        self.signal(signal.SIGSTOP)
+        self.stopped = True
+
+    def cont(self) -> None:
+        self.signal(signal.SIGCONT)
+        self.stopped = False
+
+    def wait_started(self, timeout_s: float, poll_s: float) -> float:
+        """Run alone until the cell's probe writes its first sample (its workload has
+        started; what is left of its start-up falls in the discarded warm-up pairs);
+        returns the seconds it took."""
+        started = time.monotonic()
+        while True:
+            self.read()
+            if self.samples:
+                return time.monotonic() - started
+            reason = self.failure()
+            if reason is not None:
+                raise CellFailed(reason, self.side.name)
+            if time.monotonic() - started > timeout_s:
+                raise CellFailed(
+                    f"{self.side.name} ({self.side.describe()}): its probe wrote no sample within {timeout_s:g} s "
+                    "of its start",
+                    self.side.name,
+                )
+            time.sleep(max(poll_s, 0.02))
+
+    def check_group(self) -> None:
+        """Every process of the cell must be in its group, or slicing cannot hold it still."""
+        self.known.update({p.pid: p for p in tree(self.proc.pid)})
+        escaped = []
+        for pid, proc in marked_processes(self.run_root, self.key).items():
+            self.known.setdefault(pid, proc)
+            try:
+                if os.getpgid(pid) != self.pgid:
+                    escaped.append(proc)
+            except ProcessLookupError:
+                pass
+        if escaped:
+            raise CellFailed(
+                f"{self.side.name}: processes of the cell left its process group ({describe_processes(escaped)}); "
+                "SIGSTOP of the group cannot hold them, so this cell cannot be time-sliced",
+                self.side.name,
+            )
+
+    def kill(self) -> None:
+        """Continue the group (a stopped process ignores SIGTERM until continued), then end
+        it, every process seen in it, and whatever carries its marker elsewhere."""
+        self.known.update({p.pid: p for p in tree(self.proc.pid)})
+        self.cont()
+        for proc in alive(self.known):
+            try:
+                proc.resume()
+            except psutil.Error:
+                pass
+        kill_tree(self.pgid, self.known, grace_s=1.0)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        leftover = {p: h for p, h in marked_processes(self.run_root, self.key).items() if p != self.proc.pid}
+        if leftover:
+            kill_tree(None, leftover, grace_s=0.5)
+        self.scratch.unlink(missing_ok=True)
+
+
+class Slicer:
+    """Runs blocks of one cell: base and candidate instances, alternated in slices."""
+
+    def __init__(
+        self,
+        cell: Cell,
+        words: Vocabulary,
+        base: Side,
+        cand: Side,
+        run_root: Path,
+        opts: SliceOptions,
+        rng: random.Random,
+    ) -> None:
+        self.cell, self.words, self.opts, self.rng = cell, words, opts, rng
+        self.sides = {"base": base, "candidate": cand}
+        self.run_root = run_root
+        self.counter: str | None = None
+        self.live: list[Instance] = []
+        self._previous: Instance | None = None  # the instance that ran the last slice
+        self._shares: dict[str, list[float]] = {}  # CPU share of every slice so far, by side
+
+    def block(self, index: int) -> Block:
+        """Launch fresh processes of both sides, run the block's pairs, end the processes."""
+        block = Block(index)
+        started = time.monotonic()
+        order = ["base", "candidate"]
+        self.rng.shuffle(order)
+        instances: dict[str, Instance] = {}
+        try:
+            for name in order:  # one at a time: a start-up never overlaps the other's work
+                inst = Instance(self.sides[name], self.cell, f"{self.cell.id}-{name}-{index}", self.run_root)
+                self.live.append(inst)
+                instances[name] = inst
+                block.launch_s[name] = inst.wait_started(self.opts.start_timeout_s, self.opts.poll_s)
+                inst.stop()
+            total = self.opts.warmup_pairs + self.opts.pairs
+            failures = 0
+            for i in range(total):
+                pair = self._pair(instances, index, i, warmup=i < self.opts.warmup_pairs)
+                block.pairs.append(pair)
+                measured = pair.base.rate is not None and pair.cand.rate is not None
+                failures = 0 if measured else failures + 1
+                if self.counter is None and failures >= NO_PROGRESS_SLICES:
+                    self._agree_on_counter(instances, final=True)
+                if failures >= NO_PROGRESS_SLICES:
+                    raise CellFailed(
+                        f"{failures} pairs in a row without a rate on a side: the cell counts no "
+                        f"{self.counter} within {self.opts.max_slice_s:g} s slices"
+                    )
+                if i == max(self.opts.warmup_pairs, 1) - 1:
+                    for inst in instances.values():  # all its workers are up by now
+                        inst.check_group()
+        finally:
+            self.close()
+        block.elapsed_s = time.monotonic() - started
+        return block
+
+    def close(self) -> None:
+        """End every live instance (also on Ctrl-C and on errors)."""
+        while self.live:
+            self.live.pop().kill()
+
+    def _agree_on_counter(self, instances: dict[str, Instance], final: bool) -> None:
+        """The counter both sides' slices are measured by, once both have reported one
+        (a cell's first samples may have counted nothing yet)."""
+        names = {}
+        for name, inst in instances.items():
+            counters = {k: v for s in inst.samples for k, v in s.counters.items() if v > 0}
+            names[name] = counter_of(self.words, counters)
+        if names["base"] is not None and names["base"] == names["candidate"]:
+            self.counter = names["base"]
+        elif None not in names.values() or final:
+            raise CellFailed(
+                f"the sides do not report the same headline counter (base: {names['base']}, "
+                f"candidate: {names['candidate']}); nothing to compare"
+            )
+
+    def _pair(self, instances: dict[str, Instance], block: int, index: int, warmup: bool) -> Pair:
+        first = "base" if self.rng.random() < 0.5 else "candidate"
+        second = "candidate" if first == "base" else "base"
+        ran = {name: self._slice(instances[name]) for name in (first, second)}
+        if self.counter is None:  # a cell's first samples may have counted nothing yet
+            self._agree_on_counter(instances, final=False)
+        results = {name: self._measure(result, window) for name, (result, window) in ran.items()}
+        self._judge_shares(results)
+        return Pair(block, index, warmup, first, results["base"], results["candidate"])
+
+    def _judge_shares(self, results: dict[str, SliceResult]) -> None:
+        """Mark a slice starved when its CPU share, relative to its side's median, fell
+        below STARVED x its partner's (relative to the partner side's median)."""
+        relative = {}
+        for side, result in results.items():
+            history = self._shares.setdefault(side, [])
+            if result.cpu_share is None:
+                continue
+            if len(history) >= STARVED_HISTORY:
+                typical = sorted(history)[len(history) // 2]
+                if typical >= STARVED_MIN_SHARE:
+                    relative[side] = result.cpu_share / typical
+            history.append(result.cpu_share)
+        if len(relative) == 2:
+            base, cand = relative["base"], relative["candidate"]
+            results["base"].starved = base < STARVED * cand
+            results["candidate"].starved = cand < STARVED * base
+
+    def _measure(self, result: SliceResult, window: list[Sample]) -> SliceResult:
+        """The slice's rate of the agreed counter over its measured window."""
+        if self.counter is None or _span(window) < self.opts.window_s:
+            return result
+        first, last = window[0], window[-1]
+        result.window_s = last.t - first.t
+        rate = (last.counters.get(self.counter, 0.0) - first.counters.get(self.counter, 0.0)) / result.window_s
+        result.rate = rate if rate > 0 else None
+        return result
+
+    def _slice(self, inst: Instance) -> tuple[SliceResult, list[Sample]]:
+        """One slice of `inst`: the result (rate still to measure) and its measured window."""
+        opts = self.opts
+        inst.read()  # anything left from before the stop belongs to the last slice
+        # The same side again (pairs AB then BA): it was stopped for microseconds, so its
+        # last sample still opens an interval; otherwise only samples from now on do.
+        carried = inst is self._previous and bool(inst.samples)
+        mark = len(inst.samples) - 1 if carried else len(inst.samples)
+        cpu_before = inst.cpu_times()  # the group is stopped: exact
+        t_cont = time.monotonic()
+        inst.cont()
+        while True:
+            time.sleep(opts.poll_s)
+            inst.read()
+            now = time.monotonic()
+            usable = self._usable(inst, mark, t_cont, carried)
+            if now - t_cont >= opts.slice_s and _span(usable) >= opts.window_s:
+                break
+            if now - t_cont >= opts.max_slice_s:
+                break
+            if inst.proc.poll() is not None:
+                break
+        inst.stop()
+        self._previous = inst
+        t_stop = time.monotonic()
+        cpu_after = inst.cpu_times()
+        cpu_s = sum(v - cpu_before.get(pid, 0.0) for pid, v in cpu_after.items())
+        reason = inst.failure()
+        if reason is not None:
+            raise CellFailed(reason, inst.side.name)
+        inst.read()  # lines written before the stop
+        usable = self._usable(inst, mark, t_cont, carried)
+        share = cpu_s / (t_stop - t_cont) if t_stop > t_cont else None
+        return SliceResult(inst.side.name, t_cont, t_stop - t_cont, None, None, share), usable
+
+    def _usable(self, inst: Instance, mark: int, t_cont: float, carried: bool) -> list[Sample]:
+        since = inst.child_time(t_cont) + self.opts.settle_s
+        fresh = [s for s in inst.samples[mark + carried :] if s.t >= since]
+        return [inst.samples[mark], *fresh] if carried else fresh
+
+
+def _span(samples: list[Sample]) -> float:
+    """Seconds between the first and the last sample (0 with fewer than two)."""
+    return samples[-1].t - samples[0].t if len(samples) >= 2 else 0.0

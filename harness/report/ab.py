@@ -1,0 +1,61 @@
+"""An A/B's results (harness.ab.experiment.CellAB) as progress lines and a terminal table."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from harness.ab.experiment import CellAB
+from harness.report.terminal import console_for_stdout
+
+STYLE = {"regression": "bold red", "error": "bold red", "undecided": "yellow", "ok": ""}
+COLUMNS = ("cell", "metric", "candidate/base [interval]", "blocks run", "pairs", "time", "decision", "why")
+
+
+def _interval(result: CellAB) -> str:
+    iv = result.interval
+    if iv is None or iv.n == 0:
+        return "-"
+    ratio, low, high = iv.ratios()
+    return f"{ratio:.3f} [{low:.3f}-{high:.3f}]"
+
+
+def progress_line(result: CellAB) -> str:
+    """One line after each block: what the test sees so far."""
+    block = result.blocks[-1]
+    value = "-" if block.value is None else f"{block.value:+.4f}"
+    return (
+        f"  {result.cell.suite} {result.label}: block {block.index + 1} log-ratio {value} "
+        f"({len(block.log_ratios())} pairs, {block.elapsed_s:.1f} s); "
+        f"so far {_interval(result)} at {result.elapsed_s:.0f} s"
+    )
+
+
+def rows(results: list[CellAB]) -> list[list[str]]:
+    out = []
+    for r in results:
+        pairs = sum(len(b.log_ratios()) for b in r.blocks)
+        out.append(
+            [
+                f"{r.cell.suite} {r.label}",
+                r.metric or "-",
+                _interval(r),
+                str(len(r.blocks)),
+                str(pairs),
+                f"{r.elapsed_s:.0f} s",
+                r.decision,
+                "; ".join([r.reason, *r.notes]),
+            ]
+        )
+    return out
+
+
+def render_ab(results: list[CellAB], title: str, console: Console | None = None) -> None:
+    console = console or console_for_stdout()
+    table = Table(title=title, title_justify="left")
+    for col in COLUMNS:
+        table.add_column(col, justify="right" if col in ("blocks run", "pairs", "time") else "left")
+    for row, result in zip(rows(results), results, strict=True):
+        table.add_row(*(escape(x) for x in row), style=STYLE.get(result.decision) or None)
+    console.print(table)

@@ -1,0 +1,175 @@
+"""The A/B's sequential test keeps its error rates when it is looked at after every block.
+
+Simulated, not measured: thousands of A/Bs of 40 blocks each, on i.i.d. normal block means,
+and through the whole chain the slicer produces (a machine whose speed wanders as an AR(1)
+process from slice to slice, heavy-tailed slice noise, a layout bias per process, random
+pair order, blocks of pair means). A naive fixed-n t interval recomputed after every block
+is checked too: it must fail the same test, or the test would prove nothing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from harness.ab.sequential import (
+    DEFAULT_ALPHA,
+    MIXTURE_G,
+    Interval,
+    boundary,
+    confidence_sequence,
+    decide,
+    mixture_halfwidth,
+    welch_interval,
+)
+
+TRIALS = 2000
+LOOKS = 40
+ALPHA = DEFAULT_ALPHA
+# Monte Carlo slack: three standard errors of a rate alpha over TRIALS trials.
+SLACK = 3 * math.sqrt(ALPHA * (1 - ALPHA) / TRIALS)
+
+
+def bayes_factor(x: np.ndarray, m: float, g: float = MIXTURE_G) -> float:
+    """The t-mixture Bayes factor against "mean m", straight from its definition."""
+    y = x - m
+    n, s, q = y.size, y.sum(), (y**2).sum()
+    return (1 + n * g) ** -0.5 * (q / (q - g * s**2 / (1 + n * g))) ** (n / 2)
+
+
+def sequences(x: np.ndarray, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of the confidence sequence after each look, for every row of x."""
+    n = np.arange(1, x.shape[1] + 1)
+    mean = np.cumsum(x, axis=1) / n
+    ss = np.maximum(np.cumsum(x**2, axis=1) - n * mean**2, 0.0)
+    coef = np.array([mixture_halfwidth(int(k), 1.0, alpha) for k in n])
+    half = np.where(np.isinf(coef), np.inf, np.nan_to_num(coef, posinf=0.0) * np.sqrt(ss))
+    return mean - half, mean + half
+
+
+def test_the_interval_is_where_the_bayes_factor_reaches_one_over_alpha():
+    rng = np.random.default_rng(0)
+    for n in (4, 7, 20):
+        x = rng.normal(0.01, 0.02, n)
+        iv = confidence_sequence(x)
+        assert bayes_factor(x, iv.high) == pytest.approx(1 / ALPHA, rel=1e-6)
+        assert bayes_factor(x, iv.low) == pytest.approx(1 / ALPHA, rel=1e-6)
+        assert bayes_factor(x, iv.mean) < 1 / ALPHA
+    assert math.isinf(confidence_sequence([0.1, 0.2]).high)  # two blocks cannot decide
+    assert confidence_sequence([]).n == 0
+
+
+def test_coverage_holds_under_repeated_looks_where_a_naive_t_interval_fails():
+    rng = np.random.default_rng(1)
+    x = rng.normal(0.0, 1.0, (TRIALS, LOOKS))
+    low, high = sequences(x)
+    ever_missed = ((low > 0) | (high < 0)).any(axis=1).mean()
+    assert ever_missed <= ALPHA + SLACK, ever_missed
+    # the same data, a fixed-n 95 % t interval after every block from the third on
+    n = np.arange(1, LOOKS + 1)
+    mean = np.cumsum(x, axis=1) / n
+    sd = np.sqrt(np.maximum(np.cumsum(x**2, axis=1) - n * mean**2, 0) / np.maximum(n - 1, 1))
+    t = stats.t.ppf(1 - ALPHA / 2, np.maximum(n - 1, 1))
+    naive = (np.abs(mean) > t * sd / np.sqrt(n))[:, 2:].any(axis=1).mean()
+    assert naive > 3 * ALPHA, naive  # the repeated-looks problem is real, and this test sees it
+
+
+def simulated_ab(
+    rng: np.random.Generator,
+    mu: float,
+    *,
+    trials: int = TRIALS,
+    blocks: int = LOOKS,
+    pairs: int = 4,
+    phi: float = 0.9,
+    phase_sd: float = 0.08,
+    slice_sd: float = 0.02,
+    process_sd: float = 0.015,
+    heavy: bool = False,
+) -> np.ndarray:
+    """Block means of pair log-ratios as the slicer makes them, for `trials` A/Bs: the
+    machine's log speed wanders as AR(1) from slice to slice (phase_sd stationary, phi per
+    slice), each slice adds noise (normal or t with 3 df), each process a layout bias, the
+    candidate is exp(mu) times the base, and the side that runs first is drawn per pair."""
+    out = np.empty((trials, blocks))
+    phase = rng.normal(0, phase_sd, trials)
+    innovation = math.sqrt(1 - phi**2) * phase_sd
+    for b in range(blocks):
+        bias_base, bias_cand = rng.normal(0, process_sd, (2, trials))
+        ratios = np.zeros(trials)
+        for _ in range(pairs):
+            slices = []
+            for _ in range(2):
+                phase = phi * phase + innovation * rng.normal(size=trials)
+                noise = (
+                    rng.standard_t(3, trials) * slice_sd / math.sqrt(3) if heavy else rng.normal(0, slice_sd, trials)
+                )
+                slices.append(phase + noise)
+            base_first = rng.random(trials) < 0.5
+            base = np.where(base_first, slices[0], slices[1]) + bias_base
+            cand = np.where(base_first, slices[1], slices[0]) + bias_cand + mu
+            ratios += cand - base
+        out[:, b] = ratios / pairs
+    return out
+
+
+def decisions(x: np.ndarray, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+    """(decided regression, decided ok) per trial: the first look that leaves "continue"."""
+    low, high = sequences(x)
+    edge = boundary(tolerance)
+    reg, ok = high < edge, low > edge
+    first_reg = np.where(reg.any(axis=1), reg.argmax(axis=1), LOOKS + 1)
+    first_ok = np.where(ok.any(axis=1), ok.argmax(axis=1), LOOKS + 1)
+    return first_reg < first_ok, first_ok < first_reg
+
+
+@pytest.mark.parametrize(
+    "noise",
+    [
+        {},
+        {"heavy": True},
+        {"phi": 0.5, "phase_sd": 0.05},
+        {"phi": 0.98, "phase_sd": 0.15, "process_sd": 0.03},
+    ],
+    ids=["ar1-normal", "ar1-heavy-tails", "ar1-fast", "ar1-slow-big-bias"],
+)
+def test_error_rates_at_the_tolerance_hold_with_a_look_after_every_block(noise):
+    """A true slowdown of exactly the tolerance is the hardest case for both errors."""
+    rng = np.random.default_rng(2)
+    tolerance = 0.03
+    x = simulated_ab(rng, boundary(tolerance), **noise)
+    regression, ok = decisions(x, tolerance)
+    assert regression.mean() <= ALPHA + SLACK  # a false alarm needs a slowdown beyond the tolerance
+    assert ok.mean() <= ALPHA + SLACK  # a false pass needs one within it
+
+
+def test_identical_code_passes_and_a_ten_percent_slowdown_is_caught():
+    rng = np.random.default_rng(3)
+    same = simulated_ab(rng, 0.0, trials=500)
+    regression, ok = decisions(same, 0.03)
+    assert regression.mean() == 0 and ok.mean() > 0.9
+    slow = simulated_ab(rng, math.log(1 / 1.10), trials=500)
+    regression, ok = decisions(slow, 0.03)
+    assert regression.mean() > 0.95 and ok.mean() == 0
+
+
+def test_decide_and_the_interval_in_ratios():
+    edge = boundary(0.05)
+    assert decide(Interval(5, -0.2, -0.3, edge - 1e-9), 0.05) == "regression"
+    assert decide(Interval(5, 0.0, edge + 1e-9, 0.1), 0.05) == "ok"
+    assert decide(Interval(5, -0.05, -0.1, 0.0), 0.05) == "continue"
+    ratio, low, high = Interval(5, math.log(0.9), math.log(0.8), math.log(1.0)).ratios()
+    assert (ratio, low, high) == pytest.approx((0.9, 0.8, 1.0))
+    with pytest.raises(ValueError):
+        boundary(1.0)
+
+
+def test_welch_interval_for_two_sets_of_repeats():
+    assert math.isinf(welch_interval([100.0], [90.0]).high)  # one repeat a side: no interval
+    iv = welch_interval([100, 101, 99, 100], [90, 91, 89, 90])
+    ratio, low, high = iv.ratios()
+    assert ratio == pytest.approx(0.9, abs=0.002) and low < 0.9 < high < 0.92
+    assert decide(iv, 0.03) == "regression" and decide(welch_interval([100, 101, 99], [100, 99, 101]), 0.03) == "ok"
