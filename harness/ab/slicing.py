@@ -47,6 +47,7 @@ from typing import Any
 
 import psutil
 
+from harness import interrupts
 from harness.ab.revisions import Side
 from harness.matrix import Cell
 from harness.processes import alive, child_env, describe_processes, kill_tree, log_tail, marked_processes, tree
@@ -288,6 +289,7 @@ class Instance:
                     "of its start",
                     self.side.name,
                 )
+            interrupts.check()
             time.sleep(max(poll_s, 0.02))
 
     def check_group(self) -> None:
@@ -457,6 +459,7 @@ class Slicer:
         t_cont = time.monotonic()
         inst.cont()
         while True:
+            interrupts.check()
             time.sleep(opts.poll_s)
             inst.read()
             now = time.monotonic()

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harness import metadata
+from harness import interrupts, metadata
 from harness.ab.experiment import (
     DEFAULT_BUDGET_S,
     ABOptions,
@@ -26,7 +26,6 @@ from harness.ab.sequential import DEFAULT_TOLERANCE
 from harness.ab.slicing import SliceOptions
 from harness.commands.sweep import build_overrides
 from harness.errors import UserError
-from harness.execute import sigterm_as_interrupt
 from harness.gating import parse_tolerance
 from harness.matrix import Cell, Spec, apply_overrides, expand, load_spec
 from harness.report.ab import progress_line, render_ab
@@ -137,7 +136,7 @@ def run_ab(cells: list[Cell], base: Side, cand: Side, root: Path, opts: ABOption
         flush=True,
     )
     try:
-        with sigterm_as_interrupt():
+        with interrupts.deferred():  # Ctrl-C and SIGTERM act between slices (harness.interrupts)
             results = run_all(cells, base, cand, root, opts, on_block, on_cell)
     except KeyboardInterrupt:
         write_json_atomic(path, ab_document(base, cand, opts, results, "interrupted"))
@@ -161,7 +160,7 @@ def main(
     cand_rev, spec_path = split_positionals(list(rest or []))
     if spec_path is None and suite is None:
         raise UserError("nothing to compare: give a sweep spec (SPEC.toml) or --suite NAME [--set k=v ...]")
-    overrides = build_overrides(suite, workers, backend, sets, None, None, None, None, None, label)
+    overrides = build_overrides(suite, workers, backend, sets, {}, label)
     spec = apply_overrides(load_spec(spec_path) if spec_path is not None else Spec(), overrides)
     cells = expand(spec)
     refused = check_sliceable(cells)
