@@ -294,3 +294,12 @@ def test_negative_scaling_compares_a_rate_that_is_valid_at_every_worker_count():
     f = only([cell(4, 10.4, 194.0, 1), cell(128, 3.99, 75.0, 0)], "NEGATIVE_SCALING")
     assert f.evidence["rate"] == "moves_per_s"  # a real drop, in the rate valid at both counts
     assert "NEGATIVE_SCALING" in rules([cell(4, 10.4, 194.0, 1), cell(128, 3.99, 183.0, 1)])
+
+
+def test_negative_scaling_ignores_a_dip_that_more_workers_climb_out_of():
+    # the headline sweep of 2026-11-23, server backend, one repeat a cell: 8 workers dipped
+    dip = scaling({4: [1913], 8: [1542], 32: [2095], 128: [2457]}, backend="server")
+    assert "NEGATIVE_SCALING" not in rules(dip)
+    lasting = scaling({4: [1350], 8: [1325], 32: [990], 128: [700]}, backend="processes")
+    f = only(lasting, "NEGATIVE_SCALING")
+    assert f.cells == ["w128", "w32", "w4"]
