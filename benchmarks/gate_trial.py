@@ -28,6 +28,10 @@ Its smoke test (2 trials per arm, short budgets, a few minutes):
 
 Re-analysis of a saved file: python benchmarks/gate_trial.py --analyze FILE
 
+A campaign longer than one sitting: run it again with --resume and the same --save file; it
+adds rounds until --trials rounds are in the file (each trial names its session, and the
+file lists every session's start and commit).
+
 `--simulate` models the campaign instead (no runs): the unit test's model of the slicer's
 output (tests/harness/test_ab_sequential.py: AR(1) machine phases, slice noise, a layout
 bias per process) at three noise levels, judged by the harness's own sequential test.
@@ -186,6 +190,11 @@ def main() -> None:
     ap.add_argument("--tolerance", default="3%", help="harness ab --tolerance")
     ap.add_argument("--save", type=Path, default=Path("results/ab_trial.json"), help="raw results (JSON)")
     ap.add_argument("--analyze", type=Path, default=None, help="only analyse a saved file")
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="add to the --save file's trials: --trials counts the rounds already there (a campaign over sessions)",
+    )
     ap.add_argument("--simulate", default=None, help="comma list of tolerances: model the campaign, no runs")
     args = ap.parse_args()
     if args.analyze is not None:
@@ -202,16 +211,27 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="gate-trial-"))
     doc = {"args": {k: str(v) for k, v in vars(args).items()}, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "head": git(ROOT, "rev-parse", "HEAD"), "trials": []}  # fmt: skip
+    first_round = 0
+    if args.resume and args.save.exists():
+        doc = json.loads(args.save.read_text())
+        doc.setdefault("sessions", []).append(
+            {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "head": git(ROOT, "rev-parse", "HEAD")}
+        )
+        first_round = 1 + max((t["round"] for t in doc["trials"]), default=-1)
+        print(f"resuming {args.save}: {len(doc['trials'])} trials in {first_round} rounds", flush=True)
     started = time.monotonic()
     try:
         clones = {cell: scratch_clone(cell, sorted(budgets), scratch) for cell in cells}
-        for round_ in range(args.trials):
+        for round_ in range(first_round, args.trials):
             arms = [(cell, factor) for cell in cells for factor in budgets]
             random.shuffle(arms)
             for cell, factor in arms:
                 clone, commits = clones[cell]
                 trial = one_trial(clone, cell, commits[0.0], commits[factor], budgets[factor], args, scratch / "out")
-                trial.update(cell_name=cell, factor=factor, round=round_, budget_s=budgets[factor])
+                trial.update(
+                    cell_name=cell, factor=factor, round=round_, budget_s=budgets[factor],
+                    session=len(doc.get("sessions", [])),
+                )  # fmt: skip
                 doc["trials"].append(trial)
                 doc["written"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 args.save.parent.mkdir(parents=True, exist_ok=True)

@@ -93,14 +93,26 @@ def play(probe: Probe, clock: FakeClock, seconds: float, workers: int, length: i
 
 def test_a_long_unit_rate_is_estimated_from_its_finer_counter():
     clock = FakeClock()
-    probe = Probe(duration_s=5, warmup_s=30, clock=clock, rates=(GAMES, Rate("moves")), workers=128)
-    play(probe, clock, 40, workers=128, length=20)  # warm-up saw 128 x 1.5 games: lengths are known
+    probe = Probe(duration_s=5, warmup_s=110, clock=clock, rates=(GAMES, Rate("moves")), workers=128)
+    play(probe, clock, 120, workers=128, length=20)  # warm-up saw 128 x 5.5 games: lengths are known
     metrics = probe.finish()
     assert metrics["games_length_mean"] == 20
     # 128 moves/s over 20 moves a game: 6.4 games/s, whatever few games ended in the window
     assert metrics["games_per_s"] == pytest.approx(128 / 20) and metrics["games_per_min"] == pytest.approx(384)
     assert metrics["games_per_s_counted"] != metrics["games_per_s"] and metrics["games_per_s_valid"] == 1
     assert probe.warnings == []
+
+
+def test_a_length_from_few_games_per_worker_is_not_trusted():
+    # two games a worker: the games still running are the long ones, so the finished ones are
+    # a sample of the short ones; the plain count stands, valid with one completion a worker
+    clock = FakeClock()
+    probe = Probe(duration_s=5, warmup_s=38, clock=clock, rates=(GAMES, Rate("moves")), workers=128)
+    play(probe, clock, 43, workers=128, length=20)
+    metrics = probe.finish()
+    assert metrics["games_length_mean"] == 20 and "games_per_s_counted" not in metrics
+    assert metrics["games_in_window"] == 128 and metrics["games_per_s"] == pytest.approx(128 / 5, rel=0.05)
+    assert metrics["games_per_s_valid"] == 1 and probe.warnings == []
 
 
 def test_no_completion_in_the_window_is_a_warning_and_an_invalid_rate():
