@@ -182,3 +182,21 @@ def cell_label(suite: str, params: dict[str, Any]) -> str:
     defaults = suite_defaults(suite)
     shown = {k: v for k, v in params.items() if defaults is None or defaults.get(k, object()) != v}
     return ",".join(f"{k}={v}" for k, v in sorted(shown.items())) or "defaults"
+
+
+def incomparable_rates(records: Iterable[Record], vocabulary: Vocabulary) -> set[str]:
+    """Rates (`<counter>_per_s`) these records cannot be compared by: marked invalid in any
+    ok one (too few units completed in its window to mean anything), or a long unit's rate
+    estimated from its finer counter in some and counted in others. Two estimators have two
+    biases: in the headline sweep the 128-worker cells' count of games read 1.13x the
+    4-worker cell's estimate where moves/s read 0.98x; the finer rate compares them fairly."""
+    ok = [r for r in records if r.ok]
+    out = {name.removesuffix("_valid") for r in ok for name, v in r.metrics.items() if name.endswith("_per_s_valid") and v == 0}
+    for rate in vocabulary.rates:
+        if rate.made_of is None:
+            continue
+        reported = [r for r in ok if rate.per_s in r.metrics]
+        estimated = {f"{rate.counter}_per_s_counted" in r.metrics for r in reported}
+        if len(estimated) > 1:
+            out.add(rate.per_s)
+    return out

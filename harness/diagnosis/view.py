@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from harness.record import CellGroup
+from harness.record import CellGroup, incomparable_rates
 
 
 @dataclass
@@ -15,12 +15,12 @@ class RunView:
 
     def rate(self, cells: list[CellGroup]) -> str | None:
         """The rate these cells are compared by: their suite's headline, unless a cell's
-        window held too few completed units for it (then the next declared rate that is
-        valid in every cell, e.g. moves where games were too few)."""
+        window held too few completed units for it or the cells measured it two ways
+        (then the next declared rate fit in every cell, e.g. moves where games were too few)."""
         if not cells:
             return None
         names = set().union(*(c.metric_names() for c in cells))
-        invalid = set().union(*(c.invalid_rates() for c in cells))
+        invalid = incomparable_rates([r for c in cells for r in c.records], cells[0].vocabulary)
         return cells[0].vocabulary.headline(names, invalid)
 
     def scaling_groups(self) -> list[list[tuple[int, CellGroup]]]:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.record import Record, number
+from harness.record import Record, incomparable_rates, number
 from harness.registry import vocabulary_of
 
 Figure = dict[str, Any]
@@ -40,9 +40,11 @@ def primary_rate(records: list[Record]) -> str | None:
     """The suite's headline rate among these (one suite's) records, skipping one that some
     cell's window held too few units for (the rules compare by the same rate), or None."""
     ok = ok_records(records)
+    if not records:
+        return None
     present = {k for r in ok for k, v in r.metrics.items() if number(v) is not None}
-    invalid = {k.removesuffix("_valid") for r in ok for k, v in r.metrics.items() if k.endswith("_per_s_valid") and v == 0}
-    return vocabulary_of(records[0].suite).headline(present, invalid) if records else None
+    words = vocabulary_of(records[0].suite)
+    return words.headline(present, incomparable_rates(ok, words))
 
 
 def varying_params(records: list[Record]) -> list[str]:

@@ -296,6 +296,23 @@ def test_negative_scaling_compares_a_rate_that_is_valid_at_every_worker_count():
     assert "NEGATIVE_SCALING" in rules([cell(4, 10.4, 194.0, 1), cell(128, 3.99, 183.0, 1)])
 
 
+def test_a_long_unit_measured_two_ways_is_compared_by_its_finer_rate():
+    # the headline sweep of 2026-11-23 16:35: at 4 workers games/s is estimated from moves/s
+    # (every worker finished dozens of games), at 128 it is counted (two games a worker: their
+    # mean length is not trusted); two estimators with two biases, so moves/s decides
+    def cell(workers, games, moves, counted=None):
+        m = {"games_per_s": games, "games_per_min": 60 * games, "moves_per_s": moves, "games_per_s_valid": 1}
+        if counted is not None:
+            m["games_per_s_counted"] = counted
+        return rec(f"w{workers}", m, {"backend": "processes", "workers": workers}, suite="selfplay")
+
+    assert "NEGATIVE_SCALING" not in rules([cell(4, 37.73, 700.0, 36.13), cell(128, 28.0, 690.0)])
+    f = only([cell(4, 44.92, 833.0, 43.5), cell(128, 31.28, 586.0)], "NEGATIVE_SCALING")
+    assert f.evidence["rate"] == "moves_per_s" and "falls from 833 at 4 workers to 586 at 128" in f.hint
+    both = [cell(4, 44.92, 833.0, 43.5), cell(128, 31.28, 586.0, 30.0)]  # one estimator: games/min decides
+    assert only(both, "NEGATIVE_SCALING").evidence["rate"] == "games_per_min"
+
+
 def test_negative_scaling_ignores_a_dip_that_more_workers_climb_out_of():
     # the headline sweep of 2026-11-23, server backend, one repeat a cell: 8 workers dipped
     dip = scaling({4: [1913], 8: [1542], 32: [2095], 128: [2457]}, backend="server")
