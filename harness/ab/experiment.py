@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.ab.revisions import Side
-from harness.ab.sequential import DEFAULT_ALPHA, DEFAULT_TOLERANCE, Interval, confidence_sequence, decide, final
+from harness.ab.sequential import (
+    DEFAULT_ALPHA,
+    DEFAULT_TOLERANCE,
+    Interval,
+    confidence_sequence,
+    decide,
+    final,
+    median_sequence,
+)
 from harness.ab.slicing import Block, CellFailed, SliceOptions, Slicer
 from harness.matrix import Cell
 from harness.record import cell_label
@@ -51,7 +59,8 @@ class CellAB:
     decision: str = "undecided"  # regression | ok | undecided | error
     reason: str = ""
     failed_side: str | None = None  # with decision "error": base, candidate, or None (both/pairing)
-    interval: Interval | None = None
+    interval: Interval | None = None  # the median block's: what the decision reads
+    mean_interval: Interval | None = None  # the mean's (t-mixture), reported alongside
     looks: list[Interval] = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)
     elapsed_s: float = 0.0  # everything, the first launches included
@@ -71,6 +80,7 @@ class CellAB:
             "reason": self.reason,
             "failed_side": self.failed_side,
             "interval": self.interval.to_json() if self.interval else None,
+            "mean_interval": self.mean_interval.to_json() if self.mean_interval else None,
             "looks": [i.to_json() for i in self.looks],
             "elapsed_s": self.elapsed_s,
             "setup_s": self.setup_s,
@@ -140,7 +150,8 @@ def run_cell(
                 result.setup_s = sum(block.launch_s.values())
             result.metric = f"{slicer.counter}_per_s" if slicer.counter else None
             values = [b.value for b in result.blocks if b.value is not None]
-            result.interval = confidence_sequence(values, opts.alpha)
+            result.interval = median_sequence(values, opts.alpha)
+            result.mean_interval = confidence_sequence(values, opts.alpha)
             result.looks.append(result.interval)
             decision = decide(result.interval, opts.tolerance) if values else "continue"
             elapsed = time.monotonic() - started - result.setup_s
@@ -166,11 +177,11 @@ def run_cell(
 
 def _reason(result: CellAB, opts: ABOptions) -> str:
     interval = result.interval
-    if interval is None or interval.n == 0 or not math.isfinite(interval.mean):
+    if interval is None or interval.n == 0 or not math.isfinite(interval.estimate):
         return "no block gave a rate on both sides"
     ratio, low, high = interval.ratios()
     edge = 1 - opts.tolerance
-    span = f"candidate/base {ratio:.3f} [{low:.3f}, {high:.3f}] after {interval.n} blocks"
+    span = f"candidate/base {ratio:.3f} [{low:.3f}, {high:.3f}] (median block) after {interval.n} blocks"
     if result.decision == "regression":
         return f"{span}: the whole interval is below {edge:.3f}"
     if result.decision == "ok":

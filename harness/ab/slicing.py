@@ -80,7 +80,7 @@ class SliceOptions:
     window_s: float = 0.9  # the measured interval inside a slice spans at least this (a sample period)
     max_slice_s: float = 5.0  # a slice with no usable interval by then is discarded
     settle_s: float = 0.0  # samples this soon after SIGCONT do not open a slice's interval
-    pairs: int = 4  # measured pairs per block (per launch of fresh processes)
+    pairs: int = 2  # measured pairs per block (per launch): fresh processes, not pairs, average out the layout bias
     warmup_pairs: int = 1  # pairs discarded after each launch
     start_timeout_s: float = 180.0  # launch to first counted work (a cold numba cache compiles)
     poll_s: float = 0.005
