@@ -150,7 +150,7 @@ NOISE_MODELS = {
     "shared, pair sd 30 %": {"phi": 0.6, "phase_sd": 0.3, "slice_sd": 0.1},
     "calm, 15 % of processes 0.15 off": {"phi": 0.9, "phase_sd": 0.02, "slice_sd": 0.006, "outlier_share": 0.15},
 }
-BLOCK_S = 7.5  # a block of 1 warm-up + 2 measured pairs with its two launches (docs/benchmarks.md)
+BLOCK_S = 9.4  # a spin block of 1 warm-up + 2 measured pairs with its launches, measured (docs/benchmarks.md)
 
 
 def simulate(budgets: dict[float, float], tolerances: list[float], trials: int = 400) -> None:

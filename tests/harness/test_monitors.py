@@ -15,7 +15,9 @@ from harness.monitors.gpu_replay import ReplaySource
 @pytest.fixture
 def cell_tree():
     """A stand-in cell: a session leader with one child, like `python -m harness.cell`."""
-    code = "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); print(p.pid, flush=True); time.sleep(30)"
+    # the child burns ~0.1 s of CPU first: a process that only starts may have 0 ticks on a
+    # tick-accounted kernel, and the monitor's busiest-process figure must have something to read
+    code = "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; sum(range(3_000_000)); time.sleep(30)']); print(p.pid, flush=True); time.sleep(30)"
     root = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
     child = int(root.stdout.readline())
     try:

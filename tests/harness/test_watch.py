@@ -138,7 +138,9 @@ def test_an_attached_process_is_only_read_and_keeps_running(tmp_path):
     try:
         time.sleep(1.0)
         children = {p.pid for p in psutil.Process(program.pid).children(recursive=True)}
-        command = [sys.executable, "-m", "harness.cli", "watch", "--quiet", "--pid", str(program.pid), "--duration", "3"]
+        # 6 s: py-spy recorders start paced (two a second) over the program's four processes, and
+        # the learner's sleep share needs a few seconds of its samples (3 s missed it once in CI)
+        command = [sys.executable, "-m", "harness.cli", "watch", "--quiet", "--pid", str(program.pid), "--duration", "6"]
         done = subprocess.run(command + ["--out", str(tmp_path / "runs")], capture_output=True, text=True, env=child_env(), timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
         assert program.poll() is None, "the attached program was ended"
