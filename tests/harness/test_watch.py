@@ -151,7 +151,8 @@ def test_an_attached_process_is_only_read_and_keeps_running(tmp_path):
         record = json.loads((run / "cells.jsonl").read_text())
         assert record["params"]["pid"] == program.pid and record["metrics"]["torch_reason"].startswith("attached")
         assert record["metrics"]["log_rate_lines"] > 0  # its stdout is a file, followed from where it was
-        assert "BUSY_WAIT" in [f.rule for f in findings(run)]
+        seen = {k: v for k, v in record["metrics"].items() if k.startswith(("sleep", "wakeups", "stacks_", "py_spy"))}
+        assert "BUSY_WAIT" in [f.rule for f in findings(run)], seen
     finally:
         os.killpg(program.pid, signal.SIGKILL)
         program.wait()

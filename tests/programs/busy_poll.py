@@ -13,7 +13,7 @@ import time
 def actor(experience, weights):
     version, x = 0, 0
     while True:
-        for k in range(20000):
+        for k in range(200000):  # ~10 ms an item: the learner, far faster, finds the queue empty
             x += k
         experience.put((version, x % 97))
         try:
