@@ -283,7 +283,7 @@ BudgetOpt = typer.Option(None, "--budget", help="A/B seconds per cell before it 
 ABConfidenceOpt = typer.Option(0.95, "--confidence", help="A/B: 1 - each decision's error rate")
 SliceOpt = typer.Option(None, "--slice", help="A/B: minimum slice length in seconds (default 1)")
 SettleOpt = typer.Option(None, "--settle", help="A/B: seconds after SIGCONT not measured (default 0)")
-PairsOpt = typer.Option(None, "--pairs", help="A/B: measured pairs per launch of fresh processes (default 4)")
+PairsOpt = typer.Option(None, "--pairs", help="A/B: measured pairs per launch of fresh processes (default 2)")
 WarmupPairsOpt = typer.Option(None, "--warmup-pairs", help="A/B: pairs discarded after each launch (default 1)")
 SeedOpt = typer.Option(None, "--seed", help="A/B: seed of the pair orders (default: drawn and recorded)")
 

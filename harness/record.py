@@ -126,17 +126,6 @@ class CellGroup:
     def metric_names(self) -> set[str]:
         return {name for rec in self.ok for name in rec.metrics}
 
-    def invalid_rates(self) -> set[str]:
-        """Rates (`<counter>_per_s`) the probe marked invalid in any ok repeat: too few
-        units completed in the window to mean anything."""
-        suffix = "_valid"
-        return {
-            name.removesuffix(suffix)
-            for rec in self.ok
-            for name, value in rec.metrics.items()
-            if name.endswith(f"_per_s{suffix}") and value == 0
-        }
-
     @property
     def fixed_work(self) -> bool:
         return (self.budget or {}).get("work") is not None or any(r.fixed_work for r in self.records)
