@@ -52,12 +52,19 @@ def dump_stacks(procs: list[psutil.Process], store: RunStore, key: str) -> str |
     return store.relative(path)
 
 
-def _dump_one(exe: str, proc: psutil.Process) -> str:
+def _command_line(proc: psutil.Process) -> str:
+    """The process's command line, or its name while the kernel still shows an empty one.
+
+    A process caught mid-exec (just spawned) reads an empty /proc/<pid>/cmdline for a moment;
+    its name is then the best label there is.
+    """
     try:
-        cmdline = " ".join(proc.cmdline())[:200]
+        return " ".join(proc.cmdline())[:200] or proc.name()
     except psutil.Error:
-        cmdline = "?"
-    head = f"=== pid {proc.pid}: {cmdline}"
+        return "?"
+
+
+def _dump_one(exe: str, proc: psutil.Process) -> str:
     try:
         done = subprocess.run(
             [exe, "dump", "--pid", str(proc.pid)],
@@ -66,12 +73,17 @@ def _dump_one(exe: str, proc: psutil.Process) -> str:
             timeout=DUMP_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
-        return f"{head}\npy-spy dump did not answer within {DUMP_TIMEOUT_S:g} s"
+        return _failed(proc, f"py-spy dump did not answer within {DUMP_TIMEOUT_S:g} s")
     except OSError as exc:
-        return f"{head}\npy-spy could not be started: {exc}"
+        return _failed(proc, f"py-spy could not be started: {exc}")
     if done.returncode == 0:
         return f"=== pid {proc.pid}\n{done.stdout.rstrip()}"  # py-spy prints the command line itself
-    return f"{head}\npy-spy could not dump this process: {_why(done.stderr)}"
+    return _failed(proc, f"py-spy could not dump this process: {_why(done.stderr)}")
+
+
+def _failed(proc: psutil.Process, why: str) -> str:
+    """A section for a process py-spy could not dump; its command line is read now, after the try."""
+    return f"=== pid {proc.pid}: {_command_line(proc)}\n{why}"
 
 
 def _why(stderr: str) -> str:
