@@ -108,6 +108,7 @@ class Probe:
         self._measure_end: float | None = None
         self._warmup_reason = "none" if not waits else ""
         self._settle: list[tuple[float, float]] = []  # (t, count) every steady.PERIOD_S in warm-up
+        self._judged: tuple[str, bool, str] | None = None  # (counter, settled?, how) at the last point
         self._counters: dict[str, float] = {}
         self._at_measure_start: dict[str, float] = {}
         self._at_measure_end: dict[str, float] | None = None
@@ -222,6 +223,7 @@ class Probe:
                 self._measure_start = None
                 self._warmup_started = now
                 self._settle = []
+                self._judged = None
         elif name == "measure":
             if self._phase == "warmup":
                 self._enter_measure(now, "the suite began measuring")
@@ -261,7 +263,13 @@ class Probe:
         return (self._measure_end or now) - self._measure_start - paused
 
     def _warm(self, now: float) -> None:
-        """Warm-up: end it at the floor (fixed), or once the rate has settled (steady)."""
+        """Warm-up: end it at the floor (fixed), or once the rate has settled (steady).
+
+        Called on every `should_stop()`, which a suite may call per move or env step, so
+        the steady test runs only when a new period's point arrives: judged on every call,
+        its cost fell on the very rate it judged (an actor-learner's warm-up ran ~30 %
+        slow, its rate fell as the point list grew, and a time-sliced A/B read the slow
+        warm-up as a regression)."""
         elapsed = now - self._warmup_started
         steady = self._steady
         if steady is None:
@@ -269,14 +277,22 @@ class Probe:
                 self._enter_measure(now, f"fixed warm-up of {self.warmup_s:g} s")
             return
         if not self._settle or now - self._settle[-1][0] >= steady.period_s:
-            self._settle.append((now, self._counters.get(self._settle_counter(), 0.0)))
-        if elapsed < steady.floor_s:
+            name = self._settle_counter()
+            self._settle.append((now, self._counters.get(name, 0.0)))
+            del self._settle[: -(steady.window + 1)]  # the test reads the last window's rates only
+            points = self._settle
+            rates = [(c1 - c0) / (t1 - t0) for (t0, c0), (t1, c1) in zip(points, points[1:], strict=False)]
+            fit = trend(rates)
+            how = (
+                f"trend {fit[0]:+.1%} (t {fit[1]:.1f}) over {steady.window * steady.period_s:.2g} s"
+                if fit
+                else "no counts"
+            )
+            self._judged = (name, settled(rates, steady), how)
+        if self._judged is None or elapsed < steady.floor_s:
             return
-        rates = [(c1 - c0) / (t1 - t0) for (t0, c0), (t1, c1) in zip(self._settle, self._settle[1:], strict=False)]
-        name = self._settle_counter()
-        fit = trend(rates[-steady.window :])
-        how = f"trend {fit[0]:+.1%} (t {fit[1]:.1f}) over {steady.window * steady.period_s:.2g} s" if fit else "no counts"
-        if settled(rates, steady):
+        name, calm, how = self._judged
+        if calm:
             self._enter_measure(now, f"{name} rate settled after {elapsed:.1f} s ({how})")
         elif elapsed >= steady.cap_s:
             self._enter_measure(now, f"cap of {steady.cap_s:g} s reached while the {name} rate still rose ({how})")

@@ -73,6 +73,27 @@ def test_the_floor_holds_a_settled_rate_back_and_fixed_warmup_stays():
     assert metrics["warmup_s"] == pytest.approx(2.0, abs=0.15) and metrics["warmup_reason"] == "fixed warm-up of 2 s"
 
 
+def test_the_warm_up_judges_once_a_period_not_on_every_call(monkeypatch):
+    """A suite may call should_stop() per env step; judging the rise on every call cost
+    the actor-learner ~30 % of its warm-up rate, which a time-sliced A/B then measured."""
+    import harness.probe as probe_module
+
+    judged = []
+    real = probe_module.settled
+    monkeypatch.setattr(probe_module, "settled", lambda rates, rule: judged.append(len(rates)) or real(rates, rule))
+    clock = FakeClock()
+    probe = Probe(duration_s=1, clock=clock, steady=Steady(period_s=0.5, window=6, cap_s=30), rates=(Rate("units"),))
+    level = 100.0
+    for _ in range(20_000):  # 20 s of calls every millisecond, the rate rising all along
+        clock.t += 0.001
+        level *= 1.0001
+        probe.count("units", level * 0.001)
+        probe.should_stop()
+    assert probe.current_phase == "warmup"
+    assert len(judged) <= 20 / 0.5 + 1  # once a period, not 20,000 times
+    assert max(judged) == 6  # and on the last window's rates, not the whole warm-up's
+
+
 def play(probe: Probe, clock: FakeClock, seconds: float, workers: int, length: int, started: int = 0) -> None:
     """`workers` games of `length` moves each, all started `started` moves ago, one move
     per worker per second: few games end in a short window, moves flow all along."""
@@ -130,7 +151,11 @@ def test_no_completion_in_the_window_is_a_warning_and_an_invalid_rate():
 def test_time_to_target_excludes_quality_checks_and_stops_the_cell():
     clock = FakeClock()
     probe = Probe(
-        duration_s=60, clock=clock, target=Target.parse("nash_conv<=0.1"), target_every_s=1.0, rates=(Rate("iterations"),)
+        duration_s=60,
+        clock=clock,
+        target=Target.parse("nash_conv<=0.1"),
+        target_every_s=1.0,
+        rates=(Rate("iterations"),),
     )
     probe.phase("warmup")  # a target measures the whole run: no warm-up
     value, checks = 1.0, 0
