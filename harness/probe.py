@@ -265,11 +265,10 @@ class Probe:
     def _warm(self, now: float) -> None:
         """Warm-up: end it at the floor (fixed), or once the rate has settled (steady).
 
-        Called on every `should_stop()`, which a suite may call per move or env step, so
-        the steady test runs only when a new period's point arrives: judged on every call,
-        its cost fell on the very rate it judged (an actor-learner's warm-up ran ~30 %
-        slow, its rate fell as the point list grew, and a time-sliced A/B read the slow
-        warm-up as a regression)."""
+        Called on every `should_stop()`, which a suite may call per unit of work, so the
+        steady test runs only when a new period's point arrives, on the last window: judged
+        on every call, its cost fell on the very rate it judged (docs/benchmarks.md, "What
+        the gate caught")."""
         elapsed = now - self._warmup_started
         steady = self._steady
         if steady is None:
