@@ -26,7 +26,8 @@ Its smoke test (2 trials per arm, short budgets, a few minutes):
     python benchmarks/gate_trial.py --trials 2 --budgets 1.10:40,1.05:40,1.0:40 \
         --save results/ab_trial-smoke.json
 
-Re-analysis of a saved file: python benchmarks/gate_trial.py --analyze FILE
+Re-analysis of saved files (the figures the docs quote; several files also together):
+python benchmarks/gate_trial.py --analyze FILE [FILE ...]
 
 A campaign longer than one sitting: run it again with --resume and the same --save file; it
 adds rounds until --trials rounds are in the file (each trial names its session, and the
@@ -120,10 +121,71 @@ def one_trial(clone: Path, cell: str, base: str, arm: str, budget: float, args: 
     return {"exit_code": done.returncode, "wall_s": wall, "seed": seed, "cell": doc["cells"][0]}
 
 
-def analyze(saved: Path) -> None:
-    data = json.loads(saved.read_text())
-    trials = data["trials"]
-    print(f"{len(trials)} trials from {saved} ({data.get('started')} .. {data.get('written')})")
+def analyze(saved: list[Path]) -> None:
+    """The figures docs/benchmarks.md quotes from a campaign, recomputed from the raw files.
+
+    Per cell and arm: decisions with a 95 % Clopper-Pearson interval of the regression share,
+    time and blocks to decide, how often the mean's interval would still have held the edge at
+    the median test's decision, and the undecided trials' last intervals; per sitting, the
+    decisions and the block noise; block and set-up lengths; then all files' arms together."""
+    from scipy.stats import binomtest
+
+    from harness.gating import parse_tolerance
+
+    def share(k: int, n: int) -> str:
+        ci = binomtest(k, n).proportion_ci(0.95, method="exact")
+        return f"{k}/{n} = {k / n:.1%} [{ci.low:.1%}, {ci.high:.1%}]"
+
+    totals: dict[float, list[int]] = {}
+    for path in saved:
+        data = json.loads(path.read_text())
+        trials = data["trials"]
+        edge = 1 - parse_tolerance(data["args"]["tolerance"])
+        print(f"{len(trials)} trials from {path} ({data.get('started')} .. {data.get('written')}), edge {edge:.3f}")
+        _decision_table(trials)
+        ran = [t for t in trials if "cell" in t]  # shares below leave errors out; the table counts them
+        for cell in dict.fromkeys(t["cell_name"] for t in trials):
+            mine = [t for t in ran if t["cell_name"] == cell]
+            fewest = min((t["cell"]["interval"]["n"] for t in mine if t["cell"]["decided_s"] is not None), default=0)
+            for factor in sorted({t["factor"] for t in mine}, reverse=True):
+                arm = [t for t in mine if t["factor"] == factor]
+                decided = [t["cell"] for t in arm if t["cell"]["decided_s"] is not None]
+                regressions = sum(t["cell"]["decision"] == "regression" for t in arm)
+                totals.setdefault(factor, [0, 0])
+                totals[factor][0] += regressions
+                totals[factor][1] += len(arm)
+                means = [c["mean_interval"] for c in decided if "mean_interval" in c]  # files before 3de3d2f lack it
+                held = sum(m["ratio_low"] <= edge <= m["ratio_high"] for m in means)
+                seconds = [c["decided_s"] for c in decided]
+                blocks = [c["interval"]["n"] for c in decided]
+                print(f"  {cell} {_arm_label(factor)}: regression {share(regressions, len(arm))}")
+                if decided:
+                    print(
+                        f"    decided in {median(seconds):.0f} s [{min(seconds):.0f}-{max(seconds):.0f}], "
+                        f"{median(blocks):g} blocks; {sum(b == fewest for b in blocks)} at the fewest ({fewest})"
+                        + (f"; the mean's interval still held {edge:.3f} in {held} of {len(means)}" if means else "")
+                    )
+                for t in arm:
+                    if t["cell"]["decided_s"] is None:
+                        iv = t["cell"]["interval"]
+                        print(
+                            f"    {t['cell']['decision']} (round {t['round'] + 1}): "
+                            f"{iv['ratio']:.3f} [{iv['ratio_low']:.3f}, {iv['ratio_high']:.3f}] after {iv['n']} blocks"
+                        )
+            _sittings(data, mine)
+            _lengths(mine)
+    if len(saved) > 1:
+        print("all files:")
+        for factor, (k, n) in sorted(totals.items(), reverse=True):
+            print(f"  {_arm_label(factor)}: regression {share(k, n)}")
+    print("recall = regression on a planted slowdown; false alarms = regression on identical code ('same')")
+
+
+def _arm_label(factor: float) -> str:
+    return "same" if factor == 1.0 else f"{factor:g}x"
+
+
+def _decision_table(trials: list[dict]) -> None:
     print(f"{'cell':>6} {'arm':>6} {'n':>3} | {'regression':>10} {'ok':>6} {'undecided':>9} {'error':>5} | "
           f"{'median s to decide':>18} {'median ratio':>12}")  # fmt: skip
     for cell in dict.fromkeys(t["cell_name"] for t in trials):
@@ -134,13 +196,61 @@ def analyze(saved: Path) -> None:
             ratios = [t["cell"]["interval"]["ratio"] for t in mine if "cell" in t and t["cell"].get("interval")]
             n = len(mine)
             rate = {d: decisions.count(d) / n for d in ("regression", "ok", "undecided", "error")}
-            label = "same" if factor == 1.0 else f"{factor:g}x"
             print(
-                f"{cell:>6} {label:>6} {n:>3} | {rate['regression']:>10.0%} {rate['ok']:>6.0%} "
+                f"{cell:>6} {_arm_label(factor):>6} {n:>3} | {rate['regression']:>10.0%} {rate['ok']:>6.0%} "
                 f"{rate['undecided']:>9.0%} {rate['error']:>5.0%} | "
                 f"{(f'{median(decided):.0f}' if decided else '-'):>18} {(f'{median(ratios):.3f}' if ratios else '-'):>12}"
             )
-    print("recall = regression on a planted slowdown; false alarms = regression on identical code ('same')")
+
+
+def _sittings(data: dict, trials: list[dict]) -> None:
+    """Per sitting: runs of the file (its first and each --resume) that started less than an
+    hour apart, one round runs ~5-25 min. Its rounds, commits, regressions per arm, and the
+    per-trial sd of the block log-ratios (median, 10-90 %), the sitting's noise."""
+    from datetime import datetime, timedelta
+
+    import numpy as np
+
+    runs = [{"started": data["started"], "head": data["head"]}, *data.get("sessions", [])]
+    starts = [datetime.fromisoformat(r["started"].replace("Z", "+00:00")) for r in runs]
+    sittings: list[list[int]] = []
+    for run, start in enumerate(starts):
+        if not sittings or start - starts[sittings[-1][-1]] > timedelta(hours=1):
+            sittings.append([])
+        sittings[-1].append(run)
+    for number, members in enumerate(sittings, 1):
+        mine = [t for t in trials if t.get("session", 0) in members]  # files before --resume: one run
+        if not mine:
+            continue
+        rounds = sorted({t["round"] + 1 for t in mine})
+        heads = ", ".join(dict.fromkeys(runs[r]["head"][:7] for r in members))
+        arms = " ".join(
+            f"{_arm_label(f)} {sum(t['cell']['decision'] == 'regression' for t in mine if t['factor'] == f)}"
+            f"/{sum(t['factor'] == f for t in mine)}"
+            for f in sorted({t["factor"] for t in mine}, reverse=True)
+        )
+        sds = [np.std([b["value"] for b in t["cell"]["ab_blocks"]], ddof=1) for t in mine]
+        print(
+            f"    sitting {number} (from {runs[members[0]]['started']}, {heads}): rounds {rounds[0]}-{rounds[-1]}, "
+            f"regression {arms}; block sd {np.median(sds):.3f} "
+            f"(10-90 % {np.percentile(sds, 10):.3f}-{np.percentile(sds, 90):.3f})"
+        )
+
+
+def _lengths(trials: list[dict]) -> None:
+    """Block lengths after each trial's first (the first includes the workers' first work),
+    the first block, the set-up before the budget starts, and the trial's wall clock."""
+    import numpy as np
+
+    later = [b["elapsed_s"] for t in trials for b in t["cell"]["ab_blocks"] if b["index"] > 0]
+    first = [b["elapsed_s"] for t in trials for b in t["cell"]["ab_blocks"] if b["index"] == 0]
+    setup = [t["cell"]["setup_s"] for t in trials]
+    print(
+        f"    blocks {np.median(later):.2f} s (10-90 % {np.percentile(later, 10):.2f}-{np.percentile(later, 90):.2f}, "
+        f"{len(later)}), first block {np.median(first):.1f} s; set-up {np.median(setup):.1f} s "
+        f"(10-90 % {np.percentile(setup, 10):.1f}-{np.percentile(setup, 90):.1f}); "
+        f"trial wall {median(t['wall_s'] for t in trials):.0f} s"
+    )
 
 
 # pair log-ratio sd of the model: calm 1.2 % and noisy 7.6 % (the issue's measured range), today 30 %
@@ -185,7 +295,9 @@ def main() -> None:
     ap.add_argument("--budgets", default=DEFAULT_BUDGETS, help="arm factor:budget seconds, comma list (1.0 = same)")
     ap.add_argument("--tolerance", default="3%", help="harness ab --tolerance")
     ap.add_argument("--save", type=Path, default=Path("results/ab_trial.json"), help="raw results (JSON)")
-    ap.add_argument("--analyze", type=Path, default=None, help="only analyse a saved file")
+    ap.add_argument(
+        "--analyze", type=Path, nargs="+", default=None, help="only analyse saved files (several: also together)"
+    )
     ap.add_argument(
         "--resume",
         action="store_true",
@@ -194,6 +306,9 @@ def main() -> None:
     ap.add_argument("--simulate", default=None, help="comma list of tolerances: model the campaign, no runs")
     args = ap.parse_args()
     if args.analyze is not None:
+        missing = [str(p) for p in args.analyze if not p.is_file()]
+        if missing:
+            ap.error(f"--analyze: no such file: {', '.join(missing)} (give files written by --save)")
         analyze(args.analyze)
         return
     budgets = {float(f): float(b) for f, b in (item.split(":") for item in args.budgets.split(","))}
@@ -243,7 +358,7 @@ def main() -> None:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print()
-    analyze(args.save)
+    analyze([args.save])
     print(f"raw results: {args.save}")
 
 

@@ -44,3 +44,25 @@ def test_every_export_has_its_flag_and_writes_a_file(cli, tmp_path):
         out = tmp_path / f"{name}.json"
         count, _ = exporter(name)(run, out, None)
         assert count > 0 and out.is_file() and out.stat().st_size > 0
+
+
+def test_the_gate_campaigns_counts_in_the_docs_are_what_its_raw_files_give():
+    """docs/benchmarks.md quotes the A/B campaign; `gate_trial.py --analyze` recomputes it from
+    the committed raw files, so a count edited by hand (or data added without the docs) fails."""
+    import subprocess
+    import sys
+
+    data = [ROOT / "benchmarks" / "data" / f"ab_trial-campaign{tail}.json" for tail in ("", "-mccfr")]
+    printed = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gate_trial.py"), "--analyze", *map(str, data)],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    ).stdout  # fmt: skip
+    docs = (ROOT / "docs" / "benchmarks.md").read_text()
+    arms = {"1.1x": "10 % slower", "1.05x": "5 % slower", "same": "identical"}
+    found = re.findall(r"^  (\w+) (1\.1x|1\.05x|same): regression (\d+)/(\d+)", printed, re.MULTILINE)
+    assert len(found) == 6, printed
+    for cell, arm, k, n in found:
+        row = next(line for line in docs.splitlines() if line.startswith(f"| {cell} | {arms[arm]}"))
+        assert f"| {n} | **{k}** |" in row, (row, k, n)
+    combined = re.findall(r"^  (?:1\.1x|1\.05x|same): regression (\d+/\d+)", printed, re.MULTILINE)
+    assert len(combined) == 3 and all(f"{c} " in docs or f"{c}**" in docs for c in combined), combined
