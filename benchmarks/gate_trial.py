@@ -33,6 +33,11 @@ A campaign longer than one sitting: run it again with --resume and the same --sa
 adds rounds until --trials rounds are in the file (each trial names its session, and the
 file lists every session's start and commit).
 
+`--replay FILE [FILE ...]` predicts variants from saved blocks (no runs): each trial's own
+blocks redrawn with replacement through the harness's sequential test, at other
+`--tolerances` or with `--first-pair-only` (one measured pair a block). A prediction: the
+docs quote it as one, next to the campaign it is checked against.
+
 `--simulate` models the campaign instead (no runs): the unit test's model of the slicer's
 output (tests/harness/test_ab_sequential.py: AR(1) machine phases, slice noise, a layout
 bias per process) at three noise levels, judged by the harness's own sequential test.
@@ -174,6 +179,7 @@ def analyze(saved: list[Path]) -> None:
                         )
             _sittings(data, mine)
             _lengths(mine)
+            _noise_split(mine)
     if len(saved) > 1:
         print("all files:")
         for factor, (k, n) in sorted(totals.items(), reverse=True):
@@ -253,6 +259,31 @@ def _lengths(trials: list[dict]) -> None:
     )
 
 
+def _noise_split(trials: list[dict]) -> None:
+    """Where a cell's noise lies: the sd between the measured pairs of one block (the same two
+    processes, seconds apart), the sd of block values within a trial (fresh processes each),
+    and how far the discarded warm-up pair lies from its block's value. Pairs that agree while
+    blocks do not mean the noise comes with the launch, and only more launches average it."""
+    import numpy as np
+
+    within, warm = [], []
+    for t in trials:
+        for b in t["cell"]["ab_blocks"]:
+            measured = [p["log_ratio"] for p in b["pairs"] if not p["warmup"] and p["log_ratio"] is not None]
+            warmup = [p["log_ratio"] for p in b["pairs"] if p["warmup"] and p["log_ratio"] is not None]
+            if len(measured) >= 2:
+                within.append(np.var(measured, ddof=1))
+            if measured and warmup:
+                warm.append(warmup[0] - np.mean(measured))
+    between = [np.var([b["value"] for b in t["cell"]["ab_blocks"]], ddof=1) for t in trials]
+    if within and between:
+        print(
+            f"    noise: pairs of one block sd {np.sqrt(np.median(within)):.3f} ({len(within)} blocks), "
+            f"blocks of one trial sd {np.sqrt(np.median(between)):.3f}; "
+            f"warm-up pair - block value {np.mean(warm):+.3f} (sd {np.std(warm):.3f})"
+        )
+
+
 # pair log-ratio sd of the model: calm 1.2 % and noisy 7.6 % (the issue's measured range), today 30 %
 NOISE_MODELS = {
     "calm, pair sd 1.2 %": {"phi": 0.9, "phase_sd": 0.02, "slice_sd": 0.006},
@@ -288,6 +319,90 @@ def simulate(budgets: dict[float, float], tolerances: list[float], trials: int =
             print(f"{name}, tolerance {tol:.0%}: " + "; ".join(cells))
 
 
+def replay(saved: list[Path], tolerances: list[float], first_pair_only: bool, resamples: int = 20) -> None:
+    """Predict what a variant of the A/B would have decided, from blocks it measured: each
+    trial's own blocks are drawn with replacement, each with its recorded length, and fed to
+    the harness's sequential test until it decides or the trial's budget is spent, as
+    `run_cell` does. Drawing within a trial keeps what is the trial's own (its worktrees'
+    bias, its sitting's noise). With `first_pair_only` a block's value is its first measured
+    pair and its length loses that block's other pairs: what one measured pair per launch
+    would give. The tolerance 3 %, blocks as run, is the check: it should come out near the
+    campaign's counts. A prediction, not a measurement: blocks are treated as exchangeable
+    within a trial, and a trial that decided early lends its few blocks to every draw."""
+    import numpy as np
+
+    for path in saved:
+        arms: dict[tuple[str, float], list[tuple[list[tuple[float, float, float]], float]]] = {}
+        for trial in json.loads(path.read_text())["trials"]:
+            blocks = [b for b in trial.get("cell", {}).get("ab_blocks", []) if b.get("value") is not None]
+            drawn = [_replay_block(b, first_pair_only) for b in blocks]
+            drawn = [d for d in drawn if d is not None]
+            if drawn:
+                arms.setdefault((trial["cell_name"], trial["factor"]), []).append((drawn, trial["budget_s"]))
+        what = "the first measured pair of each block" if first_pair_only else "blocks as run"
+        print(f"{path}: {resamples} draws per trial, {what}")
+        print(
+            f"{'cell':>6} {'arm':>6} {'tolerance':>9} | {'regression':>10} {'ok':>6} {'undecided':>9} | median s to decide"
+        )
+        for tolerance in tolerances:
+            for (cell, factor), trials in sorted(arms.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+                counts = {"regression": 0, "ok": 0, "undecided": 0}
+                times = []
+                rng = np.random.default_rng(0)  # per row: a row does not depend on the others asked for
+                for blocks, budget in trials:
+                    for _ in range(resamples):
+                        decision, spent = _replay_ab(blocks, budget, tolerance, rng)
+                        counts[decision] += 1
+                        if decision != "undecided":
+                            times.append(spent)
+                n = sum(counts.values())
+                shares = " ".join(
+                    f"{counts[k] / n:>{w}.1%}" for k, w in (("regression", 10), ("ok", 6), ("undecided", 9))
+                )
+                print(
+                    f"{cell:>6} {_arm_label(factor):>6} {tolerance:>9.1%} | {shares} | {median(times) if times else float('nan'):.0f}"
+                )
+
+
+def _replay_block(block: dict, first_pair_only: bool) -> tuple[float, float, float] | None:
+    """(value, length s, launch s) of a recorded block, or of its first measured pair alone."""
+    launch = sum(block.get("launch_s", {}).values())
+    if not first_pair_only:
+        return block["value"], block["elapsed_s"], launch
+    measured = [p for p in block.get("pairs", []) if not p.get("warmup")]
+    usable = [p for p in measured if p.get("log_ratio") is not None]
+    if not usable:
+        return None
+    rest = sum(p["base"]["length_s"] + p["cand"]["length_s"] for p in measured if p is not usable[0])
+    return usable[0]["log_ratio"], block["elapsed_s"] - rest, launch
+
+
+def _replay_ab(blocks: list[tuple[float, float, float]], budget: float, tolerance: float, rng) -> tuple[str, float]:
+    """One resampled A/B: the decision and the A/B seconds it took (first launches excluded)."""
+    from harness.ab.sequential import decide, final, median_sequence
+
+    values: list[float] = []
+    spent = 0.0
+    while True:
+        value, length, launch = blocks[rng.integers(len(blocks))]
+        values.append(value)
+        spent += length - (launch if len(values) == 1 else 0.0)
+        decision = decide(median_sequence(values), tolerance)
+        if decision != "continue" or spent + spent / len(values) > budget:
+            return final(decision), spent
+
+
+def _tolerances(ap: argparse.ArgumentParser, text: str) -> list[float]:
+    """--tolerances as fractions, or a usage error (exit 2) naming what is allowed."""
+    try:
+        values = [float(t) for t in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(0 < v < 0.5 for v in values):
+        ap.error(f"--tolerances: {text!r} is not a comma list of fractions between 0 and 0.5 (e.g. 0.03,0.02)")
+    return values
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=40, help="trials per cell and arm")
@@ -304,12 +419,25 @@ def main() -> None:
         help="add to the --save file's trials: --trials counts the rounds already there (a campaign over sessions)",
     )
     ap.add_argument("--simulate", default=None, help="comma list of tolerances: model the campaign, no runs")
+    ap.add_argument(
+        "--replay", type=Path, nargs="+", default=None, help="predict variants by redrawing saved files' blocks"
+    )
+    ap.add_argument("--tolerances", default="0.03", help="--replay: comma list of tolerances (fractions)")
+    ap.add_argument(
+        "--first-pair-only", action="store_true", help="--replay: one measured pair per block instead of all"
+    )
     args = ap.parse_args()
     if args.analyze is not None:
         missing = [str(p) for p in args.analyze if not p.is_file()]
         if missing:
             ap.error(f"--analyze: no such file: {', '.join(missing)} (give files written by --save)")
         analyze(args.analyze)
+        return
+    if args.replay is not None:
+        missing = [str(p) for p in args.replay if not p.is_file()]
+        if missing:
+            ap.error(f"--replay: no such file: {', '.join(missing)} (give files written by --save)")
+        replay(args.replay, _tolerances(ap, args.tolerances), args.first_pair_only)
         return
     budgets = {float(f): float(b) for f, b in (item.split(":") for item in args.budgets.split(","))}
     if args.simulate is not None:

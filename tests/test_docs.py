@@ -66,3 +66,40 @@ def test_the_gate_campaigns_counts_in_the_docs_are_what_its_raw_files_give():
         assert f"| {n} | **{k}** |" in row, (row, k, n)
     combined = re.findall(r"^  (?:1\.1x|1\.05x|same): regression (\d+/\d+)", printed, re.MULTILINE)
     assert len(combined) == 3 and all(f"{c} " in docs or f"{c}**" in docs for c in combined), combined
+
+
+def test_the_replayed_variants_in_the_docs_are_what_the_raw_files_give():
+    """docs/benchmarks.md quotes `gate_trial.py --replay` predictions (tighter tolerances, one
+    pair a block); each replay row is seeded, so the printed shares are exact and the docs
+    table must carry them."""
+    import subprocess
+    import sys
+
+    data = [str(ROOT / "benchmarks" / "data" / f"ab_trial-campaign{tail}.json") for tail in ("", "-mccfr")]
+    script = str(ROOT / "benchmarks" / "gate_trial.py")
+    row = re.compile(r"^\s*(spin|mccfr)\s+(1\.1x|1\.05x|same)\s+([\d.]+)% \|\s+([\d.]+)%\s+([\d.]+)%", re.MULTILINE)
+    printed: dict[tuple[str, str], list[str]] = {}
+    for extra in (["--tolerances", "0.03,0.025,0.02"], ["--first-pair-only"]):
+        out = subprocess.run(
+            [sys.executable, script, "--replay", *data, *extra], capture_output=True, text=True, check=True
+        ).stdout
+        for cell, arm, _tolerance, regression, ok in row.findall(out):
+            printed.setdefault((cell, arm), []).append(
+                f"{ok} % / {regression} %" if arm == "same" else f"{regression} %"
+            )
+    assert len(printed) == 6 and all(len(v) == 4 for v in printed.values()), printed
+    docs = (ROOT / "docs" / "benchmarks.md").read_text()
+    arms = {"1.1x": "10 % slower: regression", "1.05x": "5 % slower: regression", "same": "identical: ok / regression"}
+    for (cell, arm), shares in printed.items():
+        line = next(line for line in docs.splitlines() if line.startswith(f"| {cell} | {arms[arm]} |"))
+        assert [c.strip() for c in line.strip("|").split("|")][3:] == shares, (line, shares)
+
+
+def test_gate_trial_replay_refuses_a_missing_file_and_a_bad_tolerance():
+    import subprocess
+    import sys
+
+    script = str(ROOT / "benchmarks" / "gate_trial.py")
+    for args in (["--replay", "no-such-file.json"], ["--replay", __file__, "--tolerances", "3"]):
+        done = subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
+        assert done.returncode == 2 and "error: --" in done.stderr, done.stderr
