@@ -18,6 +18,7 @@ from typing import Any
 from harness.errors import UserError
 from harness.params import validate
 from harness.probe import Probe, Suite, SuiteError
+from harness.processes import die_with_owner
 from harness.registry import ready_suite
 from harness.steady import DEFAULT_CAP_S, Steady
 from harness.targets import DEFAULT_EVERY_S, Target
@@ -41,6 +42,7 @@ def steady_rule(spec: dict[str, Any]) -> Steady | None:
 
 
 def main(argv: list[str]) -> int:
+    die_with_owner()
     spec: dict[str, Any] = json.loads(argv[0])
     faulthandler.enable()  # a crash in native code leaves the Python stack in the cell's log
     out = open(argv[1], "a", buffering=1)  # noqa: SIM115 - lives as long as the process

@@ -19,6 +19,7 @@ import psutil
 KILL_GRACE_S = 3.0
 ENV_CELL = "HARNESS_CELL"
 ENV_RUN = "HARNESS_RUN"
+_PR_SET_PDEATHSIG = 1
 LOG_TAIL_LINES = 5
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -37,6 +38,34 @@ def child_env(cell_key: str | None = None, run_root: Path | None = None) -> dict
     if run_root is not None:
         env[ENV_RUN] = str(run_root.resolve())
     return env
+
+
+def die_with_owner() -> None:
+    """Called first in a cell's child: when the process that launched it dies, even by
+    SIGKILL (which leaves nothing to clean up), the cell's whole process group goes too.
+
+    The kernel sends the child SIGCONT when its parent dies (PR_SET_PDEATHSIG): SIGCONT
+    because an A/B leaves one side's group stopped between slices, and a stopped process
+    runs no handler; a SIGKILL death signal would take the leader but leave its workers.
+    The handler kills the group once the parent it started with is gone (the harness, or the
+    py-spy that `harness profile` puts between them), and ignores the SIGCONTs an A/B sends
+    every slice. Linux only; outside a harness cell (no HARNESS_CELL) it does nothing."""
+    if ENV_CELL not in os.environ or not hasattr(signal, "SIGCONT") or not Path("/proc/self").exists():
+        return
+    import ctypes
+
+    leader, owner = os.getpid(), os.getppid()
+
+    def owner_gone(*_: object) -> None:
+        # a forked worker inherits the handler; its parent is the leader, not the owner
+        if os.getpid() == leader and os.getppid() != owner:
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    signal.signal(signal.SIGCONT, owner_gone)
+    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGCONT) != 0:
+        return
+    if owner == 1:  # orphaned before it could ask: the launcher is already gone
+        os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 def marked_processes(run_root: Path, cell_key: str | None = None) -> dict[int, psutil.Process]:
