@@ -275,7 +275,8 @@ def _noise_split(trials: list[dict]) -> None:
                 within.append(np.var(measured, ddof=1))
             if measured and warmup:
                 warm.append(warmup[0] - np.mean(measured))
-    between = [np.var([b["value"] for b in t["cell"]["ab_blocks"]], ddof=1) for t in trials]
+    values = [[b["value"] for b in t["cell"]["ab_blocks"] if b.get("value") is not None] for t in trials]
+    between = [np.var(v, ddof=1) for v in values if len(v) >= 2]
     if within and between:
         print(
             f"    noise: pairs of one block sd {np.sqrt(np.median(within)):.3f} ({len(within)} blocks), "
@@ -331,6 +332,8 @@ def replay(saved: list[Path], tolerances: list[float], first_pair_only: bool, re
     within a trial, and a trial that decided early lends its few blocks to every draw."""
     import numpy as np
 
+    from harness.ab import sequential
+
     for path in saved:
         arms: dict[tuple[str, float], list[tuple[list[tuple[float, float, float]], float]]] = {}
         for trial in json.loads(path.read_text())["trials"]:
@@ -351,7 +354,7 @@ def replay(saved: list[Path], tolerances: list[float], first_pair_only: bool, re
                 rng = np.random.default_rng(0)  # per row: a row does not depend on the others asked for
                 for blocks, budget in trials:
                     for _ in range(resamples):
-                        decision, spent = _replay_ab(blocks, budget, tolerance, rng)
+                        decision, spent = _replay_ab(blocks, budget, tolerance, rng, sequential)
                         counts[decision] += 1
                         if decision != "undecided":
                             times.append(spent)
@@ -377,30 +380,32 @@ def _replay_block(block: dict, first_pair_only: bool) -> tuple[float, float, flo
     return usable[0]["log_ratio"], block["elapsed_s"] - rest, launch
 
 
-def _replay_ab(blocks: list[tuple[float, float, float]], budget: float, tolerance: float, rng) -> tuple[str, float]:
-    """One resampled A/B: the decision and the A/B seconds it took (first launches excluded)."""
-    from harness.ab.sequential import decide, final, median_sequence
-
+def _replay_ab(
+    blocks: list[tuple[float, float, float]], budget: float, tolerance: float, rng, sequential
+) -> tuple[str, float]:
+    """One resampled A/B: the decision and the A/B seconds it took (first launches excluded),
+    judged by `sequential` (harness.ab.sequential, imported once by the caller)."""
     values: list[float] = []
     spent = 0.0
     while True:
         value, length, launch = blocks[rng.integers(len(blocks))]
         values.append(value)
         spent += length - (launch if len(values) == 1 else 0.0)
-        decision = decide(median_sequence(values), tolerance)
+        decision = sequential.decide(sequential.median_sequence(values), tolerance)
         if decision != "continue" or spent + spent / len(values) > budget:
-            return final(decision), spent
+            return sequential.final(decision), spent
 
 
 def _tolerances(ap: argparse.ArgumentParser, text: str) -> list[float]:
-    """--tolerances as fractions, or a usage error (exit 2) naming what is allowed."""
+    """--tolerances read as `harness ab --tolerance` reads one (3% or 0.03), or a usage error
+    (exit 2) naming what was wrong."""
+    from harness.errors import UserError
+    from harness.gating import parse_tolerance
+
     try:
-        values = [float(t) for t in text.split(",")]
-    except ValueError:
-        values = []
-    if not values or not all(0 < v < 0.5 for v in values):
-        ap.error(f"--tolerances: {text!r} is not a comma list of fractions between 0 and 0.5 (e.g. 0.03,0.02)")
-    return values
+        return [parse_tolerance(t) for t in text.split(",")]
+    except UserError as err:
+        ap.error(f"--tolerances: {str(err).removeprefix('--tolerance ')}")
 
 
 def main() -> None:
@@ -422,7 +427,7 @@ def main() -> None:
     ap.add_argument(
         "--replay", type=Path, nargs="+", default=None, help="predict variants by redrawing saved files' blocks"
     )
-    ap.add_argument("--tolerances", default="0.03", help="--replay: comma list of tolerances (fractions)")
+    ap.add_argument("--tolerances", default="3%", help="--replay: comma list of tolerances (3%%,2.5%% or 0.03,0.025)")
     ap.add_argument(
         "--first-pair-only", action="store_true", help="--replay: one measured pair per block instead of all"
     )

@@ -40,6 +40,17 @@ def child_env(cell_key: str | None = None, run_root: Path | None = None) -> dict
     return env
 
 
+def ask_death_signal(sig: int) -> bool:
+    """Ask the kernel to send this process `sig` when the thread that forked it exits
+    (PR_SET_PDEATHSIG, Linux); False where it cannot."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def die_with_owner() -> None:
     """Called first in a cell's child: when the process that launched it dies, even by
     SIGKILL (which leaves nothing to clean up), the cell's whole process group goes too.
@@ -52,8 +63,6 @@ def die_with_owner() -> None:
     every slice. Linux only; outside a harness cell (no HARNESS_CELL) it does nothing."""
     if ENV_CELL not in os.environ or not hasattr(signal, "SIGCONT") or not Path("/proc/self").exists():
         return
-    import ctypes
-
     leader, owner = os.getpid(), os.getppid()
 
     def owner_gone(*_: object) -> None:
@@ -62,7 +71,7 @@ def die_with_owner() -> None:
             os.killpg(os.getpgrp(), signal.SIGKILL)
 
     signal.signal(signal.SIGCONT, owner_gone)
-    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGCONT) != 0:
+    if not ask_death_signal(signal.SIGCONT):
         return
     if owner == 1:  # orphaned before it could ask: the launcher is already gone
         os.killpg(os.getpgrp(), signal.SIGKILL)

@@ -24,7 +24,6 @@ cannot read (not Python, no ptrace permission) is listed with the reason.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import signal
@@ -39,7 +38,7 @@ from typing import Any
 import psutil
 
 from harness.monitors.base import MonitorResult
-from harness.processes import tree
+from harness.processes import ask_death_signal, tree
 from harness.pyspy import PTRACE_HINT, py_spy
 from harness.workshare import usable_cores
 
@@ -52,15 +51,11 @@ STOP_WAIT_S = 5.0
 RETRIES = 2  # a process caught before its interpreter is up gets a second look ...
 YOUNG_S = 2.0  # ... if it is this young; an older one without an interpreter is not Python
 _SAMPLES = re.compile(r"Samples: (\d+)")
-_PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:
     """In the recorder, before exec: SIGKILL it if the harness (the forking thread) dies."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
+    ask_death_signal(signal.SIGKILL)
 
 
 @dataclass

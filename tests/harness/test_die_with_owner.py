@@ -14,13 +14,13 @@ import time
 import psutil
 import pytest
 
+# a spin cell with one worker process: a group of two, running for longer than any test
+SPEC = json.dumps({"suite": "synthetic", "params": {"kind": "spin", "workers": 1}, "duration": 60.0, "warmup": 0.05})
 OWNER = textwrap.dedent(
     """
-    import json, subprocess, sys, time
+    import subprocess, sys, time
     from harness.processes import child_env
-    spec = {"suite": "synthetic", "params": {"kind": "spin", "workers": 1}, "duration": 60.0,
-            "warmup": 0.05, "work": None}
-    cell = subprocess.Popen([sys.executable, "-m", "harness.cell", json.dumps(spec), sys.argv[1]],
+    cell = subprocess.Popen([sys.executable, "-m", "harness.cell", sys.argv[2], sys.argv[1]],
                             start_new_session=True, env=child_env("t-0"))
     print(cell.pid, flush=True)
     time.sleep(120)
@@ -43,7 +43,7 @@ def group(pgid: int) -> list[psutil.Process]:
 @pytest.mark.parametrize("stopped", [True, False], ids=["stopped-group", "running-group"])
 def test_a_cells_group_dies_with_its_sigkilled_owner(tmp_path, stopped):
     owner = subprocess.Popen(
-        [sys.executable, "-c", OWNER, str(tmp_path / "series.jsonl")], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", OWNER, str(tmp_path / "series.jsonl"), SPEC], stdout=subprocess.PIPE, text=True
     )
     leader = int(owner.stdout.readline())
     try:
@@ -69,11 +69,10 @@ def test_a_cells_group_dies_with_its_sigkilled_owner(tmp_path, stopped):
 
 def test_a_cell_runs_on_after_the_sigconts_an_ab_sends(tmp_path):
     """The death signal's handler must not take the SIGCONT of every slice for the owner's death."""
-    spec = {"suite": "synthetic", "params": {"kind": "spin", "workers": 1}, "duration": 60.0, "warmup": 0.05}
     from harness.processes import child_env
 
     cell = subprocess.Popen(
-        [sys.executable, "-m", "harness.cell", json.dumps(spec), str(tmp_path / "s.jsonl")],
+        [sys.executable, "-m", "harness.cell", SPEC, str(tmp_path / "s.jsonl")],
         start_new_session=True, env=child_env("t-1"),
     )  # fmt: skip
     try:
