@@ -80,12 +80,19 @@ def check_resume(store: RunStore, force: bool) -> None:
     store.update_meta(resumes=[*(meta.get("resumes") or []), entry])
 
 
+def mark_finished(store: RunStore) -> None:
+    """run.json says `finished` from the moment every cell-repeat has run, so the reports
+    written after it (which read run.json) state the run's real end, not `running`."""
+    store.update_meta(state="finished", ended=utc_now())
+
+
 @contextmanager
 def run_state(store: RunStore) -> Iterator[None]:
     """run.json's state follows the block: `interrupted` when a Ctrl-C or SIGTERM ends it
     (raised at a safe point: harness.interrupts), `finished` when it completes. The block's
     end is the last point a signal can interrupt (interrupts.close()), so the exit code
-    (130 or not) and the recorded state always agree."""
+    (130 or not) and the recorded state always agree. A block that called mark_finished()
+    before its reports keeps that end time (the last cell's), unless a signal still came."""
     try:
         yield
         interrupts.close()
@@ -93,7 +100,8 @@ def run_state(store: RunStore) -> Iterator[None]:
         store.update_meta(state="interrupted", ended=utc_now())
         print(f"interrupted; finish it with: harness sweep --resume {store.root}", file=sys.stderr)
         raise
-    store.update_meta(state="finished", ended=utc_now())
+    if store.meta().get("state") != "finished":
+        mark_finished(store)
 
 
 def execute(

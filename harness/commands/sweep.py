@@ -9,7 +9,7 @@ from typing import Any
 from harness import interrupts
 from harness.commands.common import all_ok, finish_report
 from harness.errors import UserError
-from harness.execute import check_resume, execute, new_run, run_state, stored_cells
+from harness.execute import check_resume, execute, mark_finished, new_run, run_state, stored_cells
 from harness.executors import get_executor
 from harness.matrix import Overrides, Spec, apply_overrides, expand, load_spec
 from harness.params import parse_assignments, parse_list
@@ -71,5 +71,7 @@ def main(
             interrupts.check()
             runner = get_executor(executor, address)
             records = execute(store, cells, runner, Progress(quiet=quiet), retry_failed)
+            interrupts.check()  # a Ctrl-C during the last cell is an interrupt, not a finish
+            mark_finished(store)  # before the reports, which state how the run ended
             finish_report(store, records, quiet)
     return all_ok(records)

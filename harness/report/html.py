@@ -20,6 +20,7 @@ from harness.record import Record, number
 from harness.registry import vocabulary_of
 from harness.report import evidence, figures, where
 from harness.report.html_page import Charts, Raw, esc, fmt, page, table
+from harness.report.markdown import run_end
 from harness.report.spread import spread_warnings
 
 REPORT_FILE = "report.html"
@@ -30,7 +31,7 @@ NOT_RUN_REASON = "no record: the sweep was interrupted or is still running (fini
 # ---------------------------------------------------------------------- header
 
 
-def header(run_dir: Path, meta: dict[str, Any]) -> str:
+def header(run_dir: Path, meta: dict[str, Any], records: list[Record]) -> str:
     gpus = meta.get("gpus") or []
     if gpus:
         gpu = "; ".join(f"{g.get('name')} ({fmt(g.get('memory_total_mb'))} MB)" for g in gpus)
@@ -46,7 +47,7 @@ def header(run_dir: Path, meta: dict[str, Any]) -> str:
     rows = [
         (
             "run",
-            f"{run_dir.name} · state {meta.get('state', '?')} · {meta.get('started', '?')} to {meta.get('ended') or '?'}",
+            f"{run_dir.name} · {run_end(meta, records)}",
         ),
         ("command", Raw(f"<code>{esc(meta.get('command') or '?')}</code>")),
         (
@@ -281,7 +282,7 @@ def render_run(
     for rec in everything:
         suites.setdefault(rec.suite, []).append(rec)
     charts = Charts()
-    parts = [header(run_dir, meta)]
+    parts = [header(run_dir, meta, records)]
     if suites:
         nav = " · ".join(f'<a href="#suite-{esc(s)}">{esc(s)}</a>' for s in suites)
         parts.append(f"<nav>Suites: {nav} · <a href='#findings'>findings</a></nav>")

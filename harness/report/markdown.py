@@ -4,12 +4,15 @@ HTML inside markdown, so user text is HTML-escaped as well as kept off the table
 from __future__ import annotations
 
 import html
+from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from harness.diagnosis.findings import severity_rank
+from harness.numbers import readable
 from harness.record import Record
 from harness.report import evidence
 from harness.report.figures import primary_rate, varying_params
@@ -87,15 +90,57 @@ def findings_lines(findings: list[dict[str, Any]] | None) -> list[str]:
     return lines + [""]
 
 
+STATES = {
+    "finished": "finished",
+    "interrupted": "interrupted (harness sweep --resume RUN_DIR finishes a sweep)",
+    "failed": "failed",
+    "running": "running: no end recorded (still running, or its harness was killed; --resume finishes a sweep)",
+}
+
+
+def _expected(meta: dict[str, Any]) -> int | None:
+    """Cell-repeats the run asked for (run.json's cells and their repeats), when it says."""
+    counts = [c.get("repeats") for c in meta.get("cells") or [] if isinstance(c, dict)]
+    if not counts or not all(isinstance(n, int) for n in counts):
+        return None
+    return sum(counts)
+
+
+def _seconds(started: Any, ended: Any) -> str:
+    try:
+        span = datetime.fromisoformat(str(ended)) - datetime.fromisoformat(str(started))
+    except ValueError:
+        return ""
+    return f" ({readable(span.total_seconds())} s)"
+
+
+def run_end(meta: dict[str, Any], records: list[Record]) -> str:
+    """How the run ended, the line report.html and summary.md open with: its state, its
+    cell-repeats (recorded of asked, failed by status), its start and end. Shared so both
+    say the same thing, read from run.json as it is when the report is written."""
+    state = str(meta.get("state") or "unknown")
+    expected = _expected(meta)
+    cells = f"{len(records)} cell-repeats"
+    if expected is not None and expected != len(records):
+        cells = f"{len(records)} of {expected} cell-repeats recorded"
+    statuses = Counter(r.status for r in records if not r.ok)
+    failed = sum(statuses.values())
+    cells += f", {failed} failed ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))})" if failed else ""
+    started, ended = meta.get("started") or "?", meta.get("ended")
+    when = f"{started} to {ended}{_seconds(started, ended)}" if ended else f"started {started}, no end recorded"
+    resumed = f"; resumed {meta['resumed']}" if meta.get("resumed") else ""
+    return f"{STATES.get(state, state)} · {cells} · {when}{resumed}"
+
+
 def render(meta: dict[str, Any], records: list[Record], findings: list[dict[str, Any]] | None = None) -> str:
-    failed = sum(not r.ok for r in records)
     title = meta.get("label") or "run"
     gpu = "; ".join(str(g.get("name", "?")) for g in meta.get("gpus") or []) or f"none ({meta.get('gpu_reason')})"
     lines = [
         f"## Benchmark: {md(title)}",
         "",
-        f"{len(records)} cell-repeats, {failed} not ok; commit {md(meta.get('git_commit') or 'unknown')}; "
-        f"{md(meta.get('cpu_cores', '?'))} cores; GPU: {md(gpu)}",
+        f"{md(run_end(meta, records))}",
+        "",
+        f"commit {md(meta.get('git_commit') or 'unknown')}; {md(meta.get('cpu_cores', '?'))} cores; GPU: {md(gpu)}",
         "",
     ]
     if not records:
