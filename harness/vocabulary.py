@@ -66,6 +66,8 @@ SIGNALS: dict[str, str] = {
     "wait_cpu_s": "value: CPU seconds they burned while waiting (<role>_wait_cpu_s per role)",
     "wait_share": "value: share of the time the suite's processes wait",
     "publish_share": "value: share of the time spent publishing weights or state",
+    "server_idle_share": "value: share of the measured time a batching server computed no batch",
+    "client_wait_share": "value: share of its clients' measured time spent blocked waiting for replies",
     "reuse_ratio": "value: items consumed per item produced (a learner's samples per env step)",
     "consumer_cpu_s": "value: CPU seconds of the consuming processes (learners)",
     "producer_cpu_s": "value: CPU seconds of the producing process (the actor)",

@@ -56,6 +56,34 @@ class Params(BaseModel):
         description="server, ray: fire a batch this long after its oldest request was sent, full or not",
         json_schema_extra={"unit": "ms"},
     )
+    games_per_worker: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="server: games each worker keeps in flight, one channel slot each; while one game's leaves "
+        "wait for the server the worker searches another (other backends play one game at a time)",
+        json_schema_extra={"unit": "games"},
+    )
+    gather: Literal["full", "deadline", "first"] = Field(
+        "deadline",
+        description="server: when a batch fires besides a full batch (max_batch) or every playing client "
+        "waiting: full (never otherwise), deadline (timeout_ms after the oldest request was sent), first "
+        "(as soon as a compute thread is free: what arrived during the last batch)",
+    )
+    inflight: int = Field(
+        1,
+        ge=1,
+        le=16,
+        description="server: batches computed at once, one compute thread each; requests are gathered "
+        "while they compute",
+        json_schema_extra={"unit": "batches"},
+    )
+    server_threads: int = Field(
+        0,
+        ge=0,
+        description="server: torch intra-op threads of the inference server; 0 = sized from the cell's CPU "
+        "budget: the cores this cell may run on less one per worker, over inflight, at least 1",
+    )
     ray_inference: Literal["server", "local"] = Field(
         "server",
         description="ray only: server (one inference actor batches every game actor's leaves, with max_batch "
@@ -75,9 +103,9 @@ class Params(BaseModel):
     torch_threads: int = Field(
         1,
         ge=0,
-        description="intra-op threads of the net in the suite's process (sequential, threads) and in the "
-        "inference server; 0 = torch's default (one per core), which spins badly on busy cores. "
-        "Nets in worker processes always use 1",
+        description="intra-op threads of the net in the suite's process (sequential, threads) and in ray's "
+        "inference actor; 0 = torch's default (one per core), which spins badly on busy cores. "
+        "Nets in worker processes always use 1; the server backend's are server_threads",
     )
     seed: int = Field(0, description="seed of the net's weights and of every worker's games")
 
@@ -103,8 +131,13 @@ def run(params: Params, probe: Probe) -> None:
 VOCABULARY = Vocabulary(
     # a game lasts 7-42 moves and many seconds at 128 workers: moves are the finer count
     rates=(Rate("games", per="min", made_of="moves"), Rate("moves"), Rate("nn_evals")),
-    report=("batch_mean", "wait_ms_p95"),
+    report=("batch_mean", "wait_ms_p95", "server_efficiency_pct", "server_idle_share", "client_wait_share"),
+    metrics={"server_efficiency_pct": "higher", "server_idle_share": "lower", "client_wait_share": "lower"},
     remedies={
+        "pipeline.serial": "more games_per_worker (a worker searches one game while another's leaves are "
+        "computed), inflight=2 or gather=first",
+        "pipeline.worker_bound": "more games_per_worker or workers, or gather=first (fire as soon as the server is free)",
+        "pipeline.server_bound": "more server_threads or inflight where cores are free, device=cuda",
         "small_batches": "more workers, more leaves per search or a longer timeout_ms",
         "gpu_thrash": "share one net per GPU: backend=server batches every worker's requests",
     },

@@ -95,6 +95,8 @@ class InferenceServerClient:
         self._writer = channel.writer
         self._replied = channel.replied[slot]
         self._views: tuple[np.ndarray, ...] | None = None
+        self._pending = 0
+        self.waited_s = 0.0  # seconds blocked in collect()
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -113,17 +115,32 @@ class InferenceServerClient:
         return self._views
 
     def evaluate(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        request, reply, counts, sent_at = self._views or self._bind()
         n = planes.shape[0]
         if n > self.capacity:  # never from MCTS (a step has at most `leaves` leaves)
             parts = [self.evaluate(planes[i : i + self.capacity]) for i in range(0, n, self.capacity)]
             return np.concatenate([p for p, _ in parts]), np.concatenate([v for _, v in parts])
+        self.submit(planes)
+        return self.collect()
+
+    def submit(self, planes: np.ndarray) -> None:
+        """Send at most `capacity` positions; the reply waits until `collect`."""
+        request, _, counts, sent_at = self._views or self._bind()
+        n = planes.shape[0]
         request[:n] = planes
         counts[self.slot] = n
+        self._pending = n
         sent_at[self.slot] = time.monotonic()
         os.write(self._writer.fileno(), struct.pack("<i", self.slot))
-        self._replied.acquire()
-        out = reply[:n]
+
+    def collect(self) -> tuple[np.ndarray, np.ndarray]:
+        """Wait for the reply to the last `submit`: (priors, values). The time spent blocked
+        adds to `waited_s` (the worker's share of time waiting for the server)."""
+        _, reply, _, _ = self._views or self._bind()
+        if not self._replied.acquire(False):
+            started = time.perf_counter()
+            self._replied.acquire()
+            self.waited_s += time.perf_counter() - started
+        out = reply[: self._pending]
         return out[:, :COLUMNS].copy(), out[:, COLUMNS].copy()
 
     def close(self) -> None:

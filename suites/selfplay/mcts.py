@@ -20,7 +20,7 @@ side to move. numpy only (server workers import this).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -87,6 +87,7 @@ class Node:
 
 
 Path = list[tuple[Node, int]]
+Reply = tuple[np.ndarray, np.ndarray]  # (priors, values) of a batch of planes
 
 
 class MCTS:
@@ -105,6 +106,21 @@ class MCTS:
         self, board: Board, add_noise: bool = True, should_stop: Callable[[], bool] | None = None
     ) -> np.ndarray | None:
         """Visit counts of the root's moves after `simulations` more simulations (None if stopped)."""
+        steps = self.steps(board, add_noise)
+        try:
+            planes = next(steps)
+            while True:
+                if should_stop is not None and should_stop():
+                    return None
+                planes = steps.send(self.evaluator.evaluate(planes))
+        except StopIteration as done:
+            return done.value
+
+    def steps(self, board: Board, add_noise: bool = True) -> Generator[np.ndarray, Reply, np.ndarray]:
+        """The search as a generator: it yields each batch of leaf planes it needs evaluated,
+        takes the evaluator's (priors, values) back through `send`, and returns the root's
+        visit counts. A worker that keeps several games in flight advances another game's
+        search while this one's leaves wait for the inference server."""
         if board.is_terminal:
             raise ValueError("search from a terminal position")
         cfg = self.config
@@ -112,15 +128,14 @@ class MCTS:
         if root is None or (root.board.current, root.board.mask) != (board.current, board.mask):
             root = self.root = Node(board)
         if not root.expanded:
-            self._evaluate_many([(root, [[]])])
+            entries = [(root, [[]])]
+            self._expand(entries, (yield encode([root.board])))
         if add_noise and cfg.dirichlet_eps > 0:
             noise = self.rng.dirichlet([cfg.dirichlet_alpha] * len(root.legal))
             for a, eta in zip(root.legal, noise, strict=True):
                 root.prior[a] = (1 - cfg.dirichlet_eps) * root.prior[a] + cfg.dirichlet_eps * float(eta)
         done = 0
         while done < cfg.simulations:
-            if should_stop is not None and should_stop():
-                return None
             step = min(cfg.leaves, cfg.simulations - done)
             pending: dict[int, tuple[Node, list[Path]]] = {}
             for _ in range(step):
@@ -134,7 +149,8 @@ class MCTS:
                     else:
                         entry[1].append(path)
             if pending:
-                self._evaluate_many(list(pending.values()))
+                entries = list(pending.values())
+                self._expand(entries, (yield encode([leaf.board for leaf, _ in entries])))
             done += step
         return np.array(root.visits, dtype=np.float64)
 
@@ -164,9 +180,8 @@ class MCTS:
             node.value_sum[a] += value + vl
             node.total += 1.0 - vl
 
-    def _evaluate_many(self, entries: list[tuple[Node, list[Path]]]) -> None:
-        planes = encode([leaf.board for leaf, _ in entries])
-        priors, values = self.evaluator.evaluate(planes)
+    def _expand(self, entries: list[tuple[Node, list[Path]]], reply: Reply) -> None:
+        priors, values = reply
         self.evals += len(entries)
         for i, (leaf, paths) in enumerate(entries):
             leaf.expand(priors[i])

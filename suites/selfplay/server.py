@@ -1,22 +1,38 @@
 """The inference server: one process owns the net and batches every client's requests.
 
-A batch fires when the waiting requests hold `max_batch` positions, when `timeout_ms` has
-passed since the oldest waiting request was sent, or when every client that is still
-playing is waiting (no further request can arrive, so waiting longer is pure loss).
+When a batch fires is the `gather` rule's business; in every rule a batch fires when the
+waiting requests hold `max_batch` positions, or when every client that is still playing is
+waiting (no further request can arrive, so waiting longer is pure loss):
+
+- `full`: only then;
+- `deadline`: also once `timeout_ms` has passed since the oldest waiting request was sent;
+- `first`: also as soon as a compute thread is free: whatever arrived while the previous
+  batch was computed forms the next one (no waiting once one request is there).
+
 Requests are never split: a batch takes waiting requests in arrival order while they fit
 in `max_batch` (always at least one).
 
+The main thread gathers (reads the request pipe, decides when a batch fires); `inflight`
+compute threads each stage a fired batch into their own buffer, run the forward pass
+(torch releases the GIL) and write the replies, so requests are gathered while a batch is
+computed and, with `inflight` > 1, several batches are computed at once.
+
 It records the size (positions) of every batch and the wait of every request (sent ->
-reply written, i.e. queueing plus the forward pass), from the MEASURE signal on, and sends
-them to the suite's main process when told to STOP. Runs in a forked process on CPU with
-one torch thread, in a spawned one otherwise (CUDA cannot live in a forked child, and
-libgomp hangs in a forked child that uses more than one thread).
+reply written, i.e. queueing plus the forward pass), the seconds it sat idle with no batch
+computing, its CPU seconds, from the MEASURE signal to HOLD, and sends them to the suite's
+main process when told to STOP, with the bare forward pass's rate at its mean batch (its
+roofline, timed after the workers stopped, with the same threads). Runs in a forked
+process on CPU with one torch thread and one compute thread, in a spawned one otherwise
+(CUDA cannot live in a forked child, and libgomp hangs in a forked child that uses more
+than one thread).
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import select
+import threading
 import time
 import traceback
 from array import array
@@ -27,9 +43,11 @@ from typing import Any
 import numpy as np
 
 from suites.selfplay.channel import HOLD, MEASURE, STOP, Channel, slot_of_left_code
-from suites.selfplay.connect4 import COLUMNS
 from suites.selfplay.launch import light_main
 from suites.selfplay.net import NetConfig
+
+GATHER_RULES = ("full", "deadline", "first")
+ROOFLINE_S = 0.5  # how long the bare forward pass is timed at the end of a cell
 
 
 def serve(
@@ -41,6 +59,8 @@ def serve(
     timeout_ms: float,
     report: Connection,
     torch_threads: int = 1,
+    gather: str = "deadline",
+    inflight: int = 1,
 ) -> None:
     """Process target: build the net, say `ready`, serve until STOP, send `stats`."""
     try:
@@ -49,23 +69,53 @@ def serve(
         if torch_threads:
             torch.set_num_threads(torch_threads)
 
-        from suites.selfplay.local import LocalEvaluator
+        from suites.selfplay.net import build_net
+        from suites.selfplay.staging import StagedForward
 
-        evaluator = LocalEvaluator.build(net_config, torch.device(device), state_dict=state_dict)
-        evaluator.evaluate(np.zeros((1, *channel.views()["requests"].shape[2:]), dtype=np.float32))
-        report.send(("ready", {"device": evaluator.net_device, "pid": os.getpid()}))
-        stats = _Server(channel, evaluator, max_batch, timeout_ms).run()
+        net = build_net(net_config, state_dict=state_dict)
+        capacity = max(max_batch, channel.leaves)  # a batch holds at least one whole request
+        forwards = [StagedForward(net, torch.device(device), capacity) for _ in range(inflight)]
+        for forward in forwards:
+            forward.forward(1)
+        report.send(("ready", {"device": forwards[0].net_device, "pid": os.getpid(), "threads": torch.get_num_threads()}))
+        stats = _Server(channel, forwards, max_batch, timeout_ms, gather).run()
+        stats["roofline_evals_per_s"] = roofline(forwards, stats)
+        stats["torch_threads"] = torch.get_num_threads()
         report.send(("stats", stats))
     except BaseException:
         report.send(("error", traceback.format_exc()))
         raise
 
 
+def roofline(forwards: list[Any], stats: dict[str, Any]) -> float | None:
+    """Positions per second of the bare forward pass at the server's mean batch, with every
+    compute thread at it at once (the server's own layout of threads)."""
+    hist = stats["batch_hist"]
+    batches = sum(hist.values())
+    if not batches:
+        return None
+    mean = round(sum(size * count for size, count in hist.items()) / batches)
+    rates = [0.0] * len(forwards)
+
+    def time_one(i: int) -> None:
+        rates[i] = forwards[i].rate(mean, ROOFLINE_S)
+
+    threads = [threading.Thread(target=time_one, args=(i,)) for i in range(len(forwards))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(rates)
+
+
 class _Server:
-    def __init__(self, channel: Channel, evaluator: Any, max_batch: int, timeout_ms: float):
-        self.evaluator = evaluator
+    def __init__(self, channel: Channel, forwards: list[Any], max_batch: int, timeout_ms: float, gather: str):
+        if gather not in GATHER_RULES:
+            raise ValueError(f"gather={gather!r}: allowed are {', '.join(GATHER_RULES)}")
+        self.forwards = forwards
         self.max_batch = max_batch
         self.timeout_s = timeout_ms / 1000.0
+        self.gather = gather
         views = channel.views()
         self.requests = views["requests"]
         self.replies = views["replies"]
@@ -73,36 +123,79 @@ class _Server:
         self.sent_at = views["sent_at"]
         self.replied = channel.replied
         self.fd = channel.reader.fileno()
+        self.wake_r, self.wake_w = os.pipe()  # compute threads -> gatherer: a thread is free
         self.pending: deque[int] = deque()
         self.pending_positions = 0
         self.active: set[int] = set()  # clients seen and not yet left
+        self.work: queue.SimpleQueue[tuple[list[int], int] | None] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.busy = 0  # batches fired and not yet answered
         self.recording = False
         self.batch_sizes = array("i")
         self.waits_ms = array("f")
         self.batches_total = 0
         self.positions_total = 0
+        self.idle_s = 0.0  # recorded seconds with no batch computing
+        self.idle_since = time.monotonic()
+        self.window_started = self.cpu_started = 0.0
+        self.window_s = self.cpu_s = 0.0
+        self.compute_s = 0.0  # recorded seconds of forward passes, summed over threads
 
     def run(self) -> dict[str, Any]:
+        threads = [threading.Thread(target=self._compute, args=(f,), daemon=True) for f in self.forwards]
+        for thread in threads:
+            thread.start()
+        try:
+            self._gather()
+        finally:
+            for _ in threads:
+                self.work.put(None)
+            for thread in threads:
+                thread.join()
+            os.close(self.wake_r)
+            os.close(self.wake_w)
+        if self.recording:
+            self._hold()
+        return self._stats()
+
+    def _gather(self) -> None:
         poller = select.poll()
         poller.register(self.fd, select.POLLIN)
-        stopping = False
+        poller.register(self.wake_r, select.POLLIN)
+        stopping = closed = False
         while True:
-            if self.pending:
-                timeout = self.sent_at[self.pending[0]] + self.timeout_s - time.monotonic()
-                events = poller.poll(max(0.0, timeout) * 1000.0) if timeout > 0 else poller.poll(0)
+            free = self.busy < len(self.forwards)
+            if self.pending and free:
+                wait = 0.0 if stopping else self._timeout()
+            elif stopping and not self.pending:
+                if not self.busy:
+                    return
+                wait = None
             else:
-                if stopping:
-                    break
-                events = poller.poll(None)
-            if events:
+                wait = None
+            for fd, _ in poller.poll(None if wait is None else max(0.0, wait) * 1000.0):
+                if fd == self.wake_r:
+                    os.read(self.wake_r, 4096)
+                    continue
                 data = os.read(self.fd, 65536)
                 if not data:
-                    break  # every writer closed
+                    closed = stopping = True  # every writer closed
+                    poller.unregister(self.fd)
+                    continue
                 for code in np.frombuffer(data, dtype="<i4").tolist():
                     stopping |= self._receive(code)
-            while self.pending and self._due(stopping):
+            while self.pending and self.busy < len(self.forwards) and self._due(stopping):
                 self._fire()
-        return self._stats()
+            if closed and not self.pending and not self.busy:
+                return
+
+    def _timeout(self) -> float | None:
+        """Seconds until the waiting requests are due by time (None: only an event makes them due)."""
+        if self._due(False):
+            return 0.0
+        if self.gather == "deadline":
+            return self.sent_at[self.pending[0]] + self.timeout_s - time.monotonic()
+        return None
 
     def _receive(self, code: int) -> bool:
         if code >= 0:
@@ -112,21 +205,36 @@ class _Server:
         elif code == STOP:
             return True
         elif code == MEASURE:
-            self.recording = True
-            del self.batch_sizes[:]
-            del self.waits_ms[:]
+            with self.lock:
+                self.recording = True
+                del self.batch_sizes[:]
+                del self.waits_ms[:]
+                now = time.monotonic()
+                self.idle_s = self.compute_s = 0.0
+                self.idle_since = now
+                self.window_started, self.cpu_started = now, time.process_time()
         elif code == HOLD:
-            self.recording = False
+            self._hold()
         else:
             self.active.discard(slot_of_left_code(code))
         return False
+
+    def _hold(self) -> None:
+        with self.lock:
+            now = time.monotonic()
+            if not self.busy:
+                self.idle_s += now - self.idle_since
+            self.window_s = now - self.window_started
+            self.cpu_s = time.process_time() - self.cpu_started
+            self.recording = False
 
     def _due(self, stopping: bool) -> bool:
         return (
             stopping
             or self.pending_positions >= self.max_batch
             or len(self.pending) >= len(self.active)
-            or time.monotonic() >= self.sent_at[self.pending[0]] + self.timeout_s
+            or self.gather == "first"
+            or (self.gather == "deadline" and time.monotonic() >= self.sent_at[self.pending[0]] + self.timeout_s)
         )
 
     def _fire(self) -> None:
@@ -137,22 +245,43 @@ class _Server:
             batch.append(slot)
             size += int(self.counts[slot])
         self.pending_positions -= size
-        planes = np.concatenate([self.requests[slot, : self.counts[slot]] for slot in batch])
-        priors, values = self.evaluator.evaluate(planes)
-        start = 0
-        for slot in batch:
-            n = int(self.counts[slot])
-            self.replies[slot, :n, :COLUMNS] = priors[start : start + n]
-            self.replies[slot, :n, COLUMNS] = values[start : start + n]
-            start += n
-        if self.recording:  # before releasing: a released client overwrites its sent_at
-            now = time.monotonic()
-            self.batch_sizes.append(size)
-            self.waits_ms.extend((now - self.sent_at[slot]) * 1000.0 for slot in batch)
-        for slot in batch:
-            self.replied[slot].release()
-        self.batches_total += 1
-        self.positions_total += size
+        with self.lock:
+            if not self.busy and self.recording:
+                self.idle_s += time.monotonic() - self.idle_since
+            self.busy += 1
+        self.work.put((batch, size))
+
+    def _compute(self, forward: Any) -> None:
+        """A compute thread: stage, forward, reply, for each batch the gatherer fires."""
+        while (job := self.work.get()) is not None:
+            batch, size = job
+            start = 0
+            for slot in batch:
+                n = int(self.counts[slot])
+                forward.inputs[start : start + n] = self.requests[slot, :n]
+                start += n
+            began = time.monotonic()
+            out = forward.forward(size)
+            computed = time.monotonic() - began
+            start = 0
+            for slot in batch:
+                n = int(self.counts[slot])
+                self.replies[slot, :n] = out[start : start + n]
+                start += n
+            with self.lock:
+                if self.recording:  # before releasing: a released client overwrites its sent_at
+                    now = time.monotonic()
+                    self.batch_sizes.append(size)
+                    self.waits_ms.extend((now - self.sent_at[slot]) * 1000.0 for slot in batch)
+                    self.compute_s += computed
+                self.batches_total += 1
+                self.positions_total += size
+                self.busy -= 1
+                if not self.busy:
+                    self.idle_since = time.monotonic()
+            for slot in batch:
+                self.replied[slot].release()
+            os.write(self.wake_w, b"x")
 
     def _stats(self) -> dict[str, Any]:
         sizes = np.frombuffer(self.batch_sizes, dtype=np.int32)
@@ -162,6 +291,11 @@ class _Server:
             "waits_ms": np.frombuffer(self.waits_ms, dtype=np.float32).copy(),
             "batches_total": self.batches_total,
             "positions_total": self.positions_total,
+            "positions_recorded": int(sizes.sum()),
+            "window_s": self.window_s,
+            "idle_s": self.idle_s,
+            "cpu_s": self.cpu_s,
+            "compute_s": self.compute_s,
         }
 
 
@@ -183,9 +317,15 @@ class InferenceServer:
         max_batch: int,
         timeout_ms: float,
         torch_threads: int = 1,
+        gather: str = "deadline",
+        inflight: int = 1,
     ):
         import multiprocessing
 
+        if gather not in GATHER_RULES:
+            raise ValueError(f"gather={gather!r}: allowed are {', '.join(GATHER_RULES)}")
+        if inflight < 1:
+            raise ValueError(f"inflight={inflight}: at least 1 batch must be computed at a time")
         # the channel's semaphores must travel to forkserver and spawn children: spawn context
         self.channel = Channel(multiprocessing.get_context("spawn"), clients, leaves)
         # a forked server starts at once and shares this process's torch pages, but libgomp
@@ -205,6 +345,8 @@ class InferenceServer:
                 timeout_ms,
                 report_child,
                 torch_threads,
+                gather,
+                inflight,
             ),
             name="selfplay-inference-server",
             daemon=True,

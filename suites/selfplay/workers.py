@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +23,10 @@ from typing import Any
 import numpy as np
 
 from suites.selfplay.mcts import Evaluator
-from suites.selfplay.play import TALLY_WIDTH, PlayConfig, play_games
+from suites.selfplay.play import TALLY_WIDTH, PlayConfig, play_games, play_games_in_flight
+
+CPU_S, WAIT_S = range(2)  # columns of a worker's clocks row
+CLOCK_WIDTH = 2
 
 
 class Shared:
@@ -33,19 +37,39 @@ class Shared:
         self.width = TALLY_WIDTH + leaves + 1
         self._tally = ctx.RawArray("q", workers * self.width)
         self._stop = ctx.RawArray("i", 1)
+        self._clocks = ctx.RawArray("d", workers * CLOCK_WIDTH)
         self._go = ctx.Event()  # set once every worker is up: nobody plays while others start
-        self._views: tuple[np.ndarray, np.ndarray] | None = None
+        self._views: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_views"] = None
         return state
 
-    def _bind(self) -> tuple[np.ndarray, np.ndarray]:
+    def _bind(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._views is None:
             tally = np.frombuffer(self._tally, dtype=np.int64).reshape(self.workers, self.width)
-            self._views = (tally, np.frombuffer(self._stop, dtype=np.int32))
+            clocks = np.frombuffer(self._clocks, dtype=np.float64).reshape(self.workers, CLOCK_WIDTH)
+            self._views = (tally, np.frombuffer(self._stop, dtype=np.int32), clocks)
         return self._views
+
+    @property
+    def clocks(self) -> np.ndarray:
+        """Per worker: CPU seconds and seconds blocked waiting for replies, so far (CPU_S, WAIT_S)."""
+        return self._bind()[2]
+
+    def stop_check(self, slot: int, waited: Callable[[], float] = lambda: 0.0) -> Callable[[], bool]:
+        """The worker's stop check, called between search steps; it also publishes the
+        worker's clocks, so the main process can tell searching from waiting."""
+        clock = self.clocks[slot]
+        stop = self._bind()[1]
+
+        def should_stop() -> bool:
+            clock[CPU_S] = time.process_time()
+            clock[WAIT_S] = waited()
+            return bool(stop[0])
+
+        return should_stop
 
     @property
     def tally(self) -> np.ndarray:
@@ -90,20 +114,26 @@ def run_worker(
     """Play in this thread or process; returns games finished."""
     row = shared.tally[slot]
     counting = CountingEvaluator(evaluator, row[TALLY_WIDTH:])
-    return play_games(counting, config, seed, row, should_stop or shared.should_stop, games)
+    return play_games(counting, config, seed, row, should_stop or shared.stop_check(slot), games)
 
 
 def client_worker(
-    slot: int, client: Any, config: PlayConfig, seed: int, games: int | None, shared: Shared, messages: Any
+    slot: int, lanes: list[Any], config: PlayConfig, seed: int, games: int | None, shared: Shared, messages: Any
 ) -> None:
-    """Server backend: evaluations go to the inference server through `client`."""
+    """Server backend: evaluations go to the inference server through `lanes` (one channel
+    slot per game in flight; several lanes let the worker search while the server computes)."""
     try:
         messages.put(("hello", slot, {"pid": os.getpid(), "torch_loaded": "torch" in sys.modules}))
         shared.wait_go()
+        should_stop = shared.stop_check(slot, lambda: sum(lane.waited_s for lane in lanes))
         try:
-            finished = run_worker(slot, client, config, seed, games, shared)
+            if len(lanes) == 1:
+                finished = run_worker(slot, lanes[0], config, seed, games, shared, should_stop)
+            else:
+                finished = play_games_in_flight(lanes, config, seed, shared.tally[slot], should_stop, games)
         finally:
-            client.close()
+            for lane in lanes:
+                lane.close()
         messages.put(("done", slot, finished))
     except BaseException:
         messages.put(("error", slot, traceback.format_exc()))

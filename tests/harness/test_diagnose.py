@@ -320,3 +320,33 @@ def test_negative_scaling_ignores_a_dip_that_more_workers_climb_out_of():
     lasting = scaling({4: [1350], 8: [1325], 32: [990], 128: [700]}, backend="processes")
     f = only(lasting, "NEGATIVE_SCALING")
     assert f.cells == ["w128", "w32", "w4"]
+
+
+# ------------------------------------------------------------------ PIPELINE_BOUND
+PIPE = {"backend": "server", "workers": 8, "leaves": 8, "games_per_worker": 1}
+
+
+@pytest.mark.parametrize(
+    ("idle", "wait", "symptom", "severity", "knob"),
+    [
+        (0.6, 0.7, "serial", "warning", "games_per_worker"),
+        (0.7, 0.05, "worker_bound", "warning", "games_per_worker"),
+        (0.05, 0.8, "server_bound", "info", "server_threads"),
+    ],
+)
+def test_pipeline_bound_names_the_side_that_waits_and_the_suites_knob(idle, wait, symptom, severity, knob):
+    m = {"server_idle_share": idle, "client_wait_share": wait}
+    f = only([rec("a", m, PIPE, suite="selfplay")], "PIPELINE_BOUND")
+    assert f.severity == severity and f.evidence["symptom"] == symptom
+    assert knob in f.hint and f"{100 * idle:.0f} %" in f.hint
+    generic = only([rec("a", m, PIPE)], "PIPELINE_BOUND")  # a suite that names no remedy
+    assert knob not in generic.hint and generic.evidence["symptom"] == symptom
+
+
+def test_pipeline_bound_quiet_on_an_overlapped_pipeline_and_without_its_signals():
+    records = [
+        rec("a", {"server_idle_share": 0.1, "client_wait_share": 0.15}, PIPE, suite="selfplay"),  # both busy
+        rec("b", {"server_idle_share": 0.35, "client_wait_share": 0.4}, PIPE, suite="selfplay"),  # neither decisive
+        rec("c", {"batch_mean": 7.4}, {**PIPE, "backend": "processes"}, suite="selfplay"),  # no server
+    ]
+    assert "PIPELINE_BOUND" not in rules(records)

@@ -20,6 +20,7 @@ from harness.diagnosis.rules import (
     negative_scaling,
     net_off_device,
     oversubscribed,
+    pipeline_bound,
     serialization,
     small_batches,
 )
@@ -40,4 +41,5 @@ RULES: list[Rule] = [
     idle_workers.check,
     net_off_device.check,
     oversubscribed.check,
+    pipeline_bound.check,
 ]

@@ -9,6 +9,7 @@ does it every `POLL_S` until the probe says stop or the workers are done.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -25,6 +26,7 @@ from suites.selfplay.play import (
     SECOND_WINS,
     TALLY_WIDTH,
 )
+from suites.selfplay.workers import CPU_S, WAIT_S
 
 # tally column -> probe counter; moves_in_games lets the harness estimate games/s from moves
 COUNTERS = (("games", GAMES), ("moves", MOVES), ("nn_evals", NN_EVALS), ("moves_in_games", MOVES_IN_GAMES))
@@ -39,6 +41,7 @@ class Accounting:
         tally: np.ndarray,
         on_measure: Callable[[], None] | None = None,
         on_stop: Callable[[], None] | None = None,
+        clocks: np.ndarray | None = None,
     ):
         self.probe = probe
         self.tally = tally
@@ -47,6 +50,9 @@ class Accounting:
         self.reported = np.zeros(TALLY_WIDTH, dtype=np.int64)
         self.hist_start: np.ndarray | None = None
         self.hist_end: np.ndarray | None = None
+        self.clocks = clocks  # per worker: CPU seconds, seconds waiting for replies (workers.Shared)
+        self.clocks_start: tuple[float, np.ndarray] | None = None
+        self.clocks_end: tuple[float, np.ndarray] | None = None
         for name, _ in COUNTERS:  # present (and 0) even if no game ends
             probe.count(name, 0)
 
@@ -62,10 +68,14 @@ class Accounting:
             # fixed work: the window opened as the workers started, before any batch
             fixed = self.probe.target_work is not None
             self.hist_start = np.zeros_like(totals[TALLY_WIDTH:]) if fixed else totals[TALLY_WIDTH:].copy()
+            if self.clocks is not None:
+                self.clocks_start = (time.monotonic(), self.clocks.copy())
             if self.on_measure is not None:
                 self.on_measure()
         if self.hist_end is None and phase == "stopped":
             self.hist_end = totals[TALLY_WIDTH:].copy()
+            if self.clocks is not None:
+                self.clocks_end = (time.monotonic(), self.clocks.copy())
             if self.on_stop is not None:
                 self.on_stop()
 
@@ -81,7 +91,21 @@ class Accounting:
         self.probe.set("first_player_wins", int(self.reported[FIRST_WINS]))
         self.probe.set("second_player_wins", int(self.reported[SECOND_WINS]))
         self.probe.set("draws", int(self.reported[DRAWS]))
+        self._report_clocks()
         return int(self.reported[GAMES])
+
+    def _report_clocks(self) -> None:
+        """The workers' CPU (% of a core, summed) and their share of time blocked waiting
+        for replies, over the measured window (each worker publishes its clocks every step)."""
+        if self.clocks_start is None or self.clocks_end is None:
+            return
+        (t0, start), (t1, end) = self.clocks_start, self.clocks_end
+        window = t1 - t0
+        if window <= 0:
+            return
+        spent = (end - start).sum(axis=0)
+        self.probe.set("workers_cpu_pct", round(100.0 * float(spent[CPU_S]) / window, 1))
+        self.probe.set("client_wait_share", round(float(spent[WAIT_S]) / (window * end.shape[0]), 4))
 
     def report_work(self) -> None:
         if self.probe.target_work is not None:
@@ -109,3 +133,13 @@ def observe_server_stats(probe: Probe, stats: dict) -> None:
     waits, counts = np.unique(np.round(stats["waits_ms"].astype(np.float64), 2), return_counts=True)
     for wait_ms, count in zip(waits.tolist(), counts.tolist(), strict=True):
         probe.observe("wait_ms", wait_ms, count)
+    window = stats.get("window_s", 0.0)
+    if window > 0:
+        probe.set("server_idle_share", round(stats["idle_s"] / window, 4))
+        probe.set("server_cpu_pct", round(100.0 * stats["cpu_s"] / window, 1))
+        achieved = stats["positions_recorded"] / window
+        roofline = stats.get("roofline_evals_per_s")
+        if roofline:
+            # the bare forward pass at the server's mean batch, same threads, timed in the cell
+            probe.set("roofline_evals_per_s_at_batch", round(roofline, 1))
+            probe.set("server_efficiency_pct", round(100.0 * achieved / roofline, 1))

@@ -25,7 +25,7 @@ class ProcessesBackend(Backend):
         method = net_worker_start_method(setup.device)
         mp_context = multiprocessing.get_context(method)
         shared = Shared(mp_context, len(setup.shares), setup.leaves)
-        accounting = Accounting(setup.probe, shared.tally)
+        accounting = Accounting(setup.probe, shared.tally, clocks=shared.clocks)
         state = portable_state(setup.net)
         workers = WorkerProcesses(mp_context)
         try:

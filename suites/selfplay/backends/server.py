@@ -4,6 +4,7 @@ inference-server process that batches them (server.py, channel.py)."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 
 from suites.selfplay.backends.accounting import Accounting, observe_server_stats, supervise
@@ -15,6 +16,17 @@ from suites.selfplay.server import InferenceServer
 from suites.selfplay.workers import Shared, client_worker
 
 
+def server_threads(asked: int, workers: int, inflight: int, cores: int | None = None) -> int:
+    """Torch intra-op threads of the server: `asked`, or (0) the cores the cell may run on
+    that its workers leave, split over the batches computed at once, at least 1. A worker
+    is counted as a core: with several games in flight it rarely waits (see the record's
+    `client_wait_share`), and a server thread that spins on a core a worker needs costs both."""
+    if asked:
+        return asked
+    cores = len(os.sched_getaffinity(0)) if cores is None else cores
+    return max(1, (cores - workers) // inflight)
+
+
 class ServerBackend(Backend):
     def play(self, setup: Setup) -> set[str]:
         params = setup.params
@@ -24,17 +36,23 @@ class ServerBackend(Backend):
         mp_context = multiprocessing.get_context("forkserver")
         mp_context.set_forkserver_preload(["suites.selfplay.workers"])
         shared = Shared(mp_context, len(setup.shares), setup.leaves)
+        lanes = params.games_per_worker
+        threads = server_threads(params.server_threads, len(setup.shares), params.inflight)
         server = InferenceServer(
-            clients=len(setup.shares),
+            clients=len(setup.shares) * lanes,
             leaves=setup.leaves,
             net_config=setup.net_config,
             state_dict=portable_state(setup.net),
             device=str(setup.device),
             max_batch=params.max_batch,
             timeout_ms=params.timeout_ms,
-            torch_threads=params.torch_threads,
+            torch_threads=threads,
+            gather=params.gather,
+            inflight=params.inflight,
         )
-        accounting = Accounting(probe, shared.tally, on_measure=server.measure, on_stop=server.hold)
+        accounting = Accounting(
+            probe, shared.tally, on_measure=server.measure, on_stop=server.hold, clocks=shared.clocks
+        )
         workers = WorkerProcesses(mp_context)
         try:
             info = server.start(START_TIMEOUT_S)
@@ -46,7 +64,7 @@ class ServerBackend(Backend):
                 workers.start(
                     client_worker,
                     slot,
-                    server.client(slot),
+                    [server.client(slot * lanes + lane) for lane in range(lanes)],
                     setup.play_config,
                     setup.seed(slot),
                     games,
@@ -81,5 +99,6 @@ class ServerBackend(Backend):
         accounting.report_work()
         observe_server_stats(probe, stats)
         probe.set("server_start_method", server.start_method)
+        probe.set("server_threads_used", stats["torch_threads"])
         probe.set("batch_limit", params.max_batch)  # the batch a server may fire: SMALL_BATCHES' yardstick
         return {info["device"]}

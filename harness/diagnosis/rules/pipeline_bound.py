@@ -1,0 +1,59 @@
+"""PIPELINE_BOUND: a client-server pipeline (workers that send requests to one server that
+batches them) whose one side waits on the other, named with the knob that moves it.
+
+Reads two generic signals over the measured window: `server_idle_share` (share of the time
+the server computed no batch) and `client_wait_share` (share of the clients' time spent
+blocked waiting for replies). Three symptoms, first match wins, each with its remedy (the
+suite's, naming its knobs, else a generic one):
+- `serial` (warning): both wait at least BUSY_WAIT_SHARE: they take turns instead of
+  overlapping (every client's requests are in the batch being computed, and nothing is
+  gathered meanwhile);
+- `worker_bound` (warning): the server idles at least BUSY_WAIT_SHARE while the clients wait
+  under CALM_SHARE: requests arrive too slowly for the server;
+- `server_bound` (info): the clients wait at least BUSY_WAIT_SHARE while the server idles
+  under CALM_SHARE: the server's compute is the limit (the expected end state once the
+  clients keep it fed; how close it runs to its bare forward pass is the efficiency).
+"""
+
+from __future__ import annotations
+
+from harness.diagnosis.findings import Finding
+from harness.diagnosis.view import RunView
+
+RULE = "PIPELINE_BOUND"
+BUSY_WAIT_SHARE = 0.5  # a side that waits half the time or more is held up by the other
+CALM_SHARE = 0.2  # ... while the other waits less than a fifth of it
+REMEDIES = {
+    "pipeline.serial": "keep more requests in flight per client, so that clients work while the server computes",
+    "pipeline.worker_bound": "more clients or more requests in flight per client, or fire batches sooner",
+    "pipeline.server_bound": "more compute for the server: threads, batches computed at once, a faster device",
+}
+
+
+def check(view: RunView) -> list[Finding]:
+    out = []
+    for cell in view.cells:
+        words = cell.vocabulary
+        idle_name, wait_name = words.signal("server_idle_share"), words.signal("client_wait_share")
+        idle, wait = cell.median(idle_name), cell.median(wait_name)
+        if idle is None or wait is None:
+            continue
+        shares = f"the server idles {100 * idle:.0f} % of the time, clients wait {100 * wait:.0f} % for replies"
+        if idle >= BUSY_WAIT_SHARE and wait >= BUSY_WAIT_SHARE:
+            symptom, severity, what = "pipeline.serial", "warning", "the pipeline runs in turns"
+        elif idle >= BUSY_WAIT_SHARE and wait < CALM_SHARE:
+            symptom, severity, what = "pipeline.worker_bound", "warning", "worker-bound"
+        elif wait >= BUSY_WAIT_SHARE and idle < CALM_SHARE:
+            symptom, severity, what = "pipeline.server_bound", "info", "server-bound"
+        else:
+            continue
+        out.append(
+            Finding(
+                RULE,
+                severity,
+                [cell.id],
+                f"{what}: {shares}: {words.remedy(symptom, REMEDIES[symptom])}",
+                {idle_name: idle, wait_name: wait, "symptom": symptom.removeprefix("pipeline.")},
+            )
+        )
+    return out
