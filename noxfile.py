@@ -1,4 +1,4 @@
-"""nox sessions: tests, lint, bench (the quick sweep). They reuse the current interpreter's
+"""nox sessions: tests, lint, docs (the site, strict), bench (the quick sweep). They reuse the current interpreter's
 packages (venv_backend="none") because torch is large and already installed by the README."""
 
 import nox
@@ -14,6 +14,12 @@ def tests(session: nox.Session) -> None:
 @nox.session(venv_backend="none")
 def lint(session: nox.Session) -> None:
     session.run("ruff", "check", ".")
+
+
+@nox.session(venv_backend="none")
+def docs(session: nox.Session) -> None:
+    """The documentation site into build/site: strict, so a broken link or page fails."""
+    session.run("mkdocs", "build", "--strict", *session.posargs)
 
 
 @nox.session(venv_backend="none")

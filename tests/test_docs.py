@@ -1,5 +1,6 @@
-"""docs/architecture.md stays true: it names every module of the harness, and its recipes
-(add a diagnosis rule, add an export) hold for what is registered today."""
+"""docs/architecture.md stays true: it names every module of the harness; the recipes of
+docs/guide/extending.md (add a suite, a backend, a diagnosis rule, an export) hold for what is
+registered today, and the files they name exist."""
 
 from __future__ import annotations
 
@@ -34,6 +35,17 @@ def test_every_rule_module_is_registered_documented_and_named():
         module = importlib.import_module(f"harness.diagnosis.rules.{name}")
         assert module.RULE.isupper() and module.check in RULES
         assert module.__doc__ and module.RULE in module.__doc__, f"{name}: the docstring names its rule"
+
+
+def test_the_extending_recipes_name_files_that_exist_and_the_registries_they_edit():
+    extending = (ROOT / "docs" / "guide" / "extending.md").read_text()
+    named = set(re.findall(r"`((?:tests|harness|suites)/[\w/]+\.py)`", extending))
+    assert {"tests/toys/toy_suite.py", "harness/diagnosis/rules/__init__.py", "harness/report/exports.py"} <= named
+    missing = sorted(path for path in named if not (ROOT / path).is_file())
+    assert not missing, f"docs/guide/extending.md names files that do not exist: {missing}"
+    assert "RULES" in (ROOT / "harness/diagnosis/rules/__init__.py").read_text()
+    assert "EXPORTS" in (ROOT / "harness/report/exports.py").read_text()
+    assert "guide/extending.md" in ARCHITECTURE, "docs/architecture.md points to the recipes"
 
 
 def test_every_export_has_its_flag_and_writes_a_file(cli, tmp_path):
