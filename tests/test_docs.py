@@ -115,3 +115,23 @@ def test_gate_trial_replay_refuses_a_missing_file_and_a_bad_tolerance():
     for args in (["--replay", "no-such-file.json"], ["--replay", __file__, "--tolerances", "3"]):
         done = subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
         assert done.returncode == 2 and "error: --" in done.stderr, done.stderr
+
+
+def test_the_readme_is_a_tour_and_the_benchmarks_page_holds_current_figures_with_their_records():
+    """Issue 32's bounds: a README read in minutes, a benchmarks page of the figures that
+    stand (every area names its date and links its record; the notes live in docs/records/)."""
+    readme = (ROOT / "README.md").read_text().splitlines()
+    assert len(readme) <= 170, len(readme)
+    assert any("harness sweep" in line for line in readme[:40]) and any("pytest" in line for line in readme[:40])
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert len(page.splitlines()) <= 300
+    areas = re.split(r"^## ", page, flags=re.MULTILINE)[1:]
+    for area in areas:
+        title = area.splitlines()[0]
+        if title in ("Your own programs", "Inference server"):
+            continue
+        assert re.search(r"\b2026-\d\d-\d\d\b", area), f"{title}: no date"
+        links = re.findall(r"\]\((records/[\w.-]+\.md)\)", area)
+        assert links, f"{title}: no link to its record"
+        assert all((ROOT / "docs" / link).is_file() for link in links), links
+    assert [a.splitlines()[0] for a in areas[-2:]] == ["Your own programs", "Inference server"]

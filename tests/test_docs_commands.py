@@ -37,9 +37,6 @@ except ImportError:  # pragma: no cover - the older typers pyproject allows
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIPPED_DIRS = ("records",)
-# docs/benchmarks.md is a session-by-session notebook until it is split into current
-# figures and dated records (issue 32); its old commands are history until then.
-SKIPPED_PAGES = ("benchmarks.md",)
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*(\.[a-z]+)?$")
 FENCE = re.compile(r"^\s*(```|~~~)")
 INLINE = re.compile(r"(?<!`)`(harness\s[^`]+)`(?!`)")
@@ -48,11 +45,7 @@ SHELL_SPLIT = re.compile(r"\s(?:&&|\|\||;|\|)\s")
 
 
 def pages() -> list[Path]:
-    docs = [
-        p
-        for p in sorted((ROOT / "docs").rglob("*.md"))
-        if not set(SKIPPED_DIRS) & set(p.parts) and p.name not in SKIPPED_PAGES
-    ]
+    docs = [p for p in sorted((ROOT / "docs").rglob("*.md")) if not set(SKIPPED_DIRS) & set(p.parts)]
     return [ROOT / "README.md", *docs]
 
 
