@@ -48,6 +48,13 @@ def test_the_extending_recipes_name_files_that_exist_and_the_registries_they_edi
     assert "guide/extending.md" in ARCHITECTURE, "docs/architecture.md points to the recipes"
 
 
+def test_the_diagnoses_page_has_a_row_for_every_registered_rule():
+    page = (ROOT / "docs" / "guide" / "diagnoses.md").read_text()
+    names = {importlib.import_module(rule.__module__).RULE for rule in RULES}
+    missing = sorted(name for name in names if f"| {name} " not in page)
+    assert not missing, f"docs/guide/diagnoses.md has no row for {missing}"
+
+
 def test_every_export_has_its_flag_and_writes_a_file(cli, tmp_path):
     help_text = cli("export", "--help").output
     run = make_run(tmp_path / "run", cells())
