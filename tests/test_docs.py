@@ -55,6 +55,16 @@ def test_the_diagnoses_page_has_a_row_for_every_registered_rule():
     assert not missing, f"docs/guide/diagnoses.md has no row for {missing}"
 
 
+def test_the_suites_page_names_every_suite_and_every_spec():
+    from harness.registry import discover
+
+    page = (ROOT / "docs" / "guide" / "suites.md").read_text()
+    suites, _ = discover()
+    missing = [f"suite {name}" for name in sorted(suites) if f"**{name}**" not in page]
+    missing += [f"configs/{p.name}" for p in sorted((ROOT / "configs").glob("*.toml")) if f"`{p.name}`" not in page]
+    assert not missing, f"docs/guide/suites.md does not name: {missing}"
+
+
 def test_every_export_has_its_flag_and_writes_a_file(cli, tmp_path):
     help_text = cli("export", "--help").output
     run = make_run(tmp_path / "run", cells())
