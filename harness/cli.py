@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+import typer.core
 
 from harness.errors import UserError
 from harness.store import DEFAULT_RESULTS
@@ -56,6 +57,38 @@ def main(
     """Benchmark and profile parallel game solvers and self-play training."""
 
 
+class ProgramTail(typer.core.TyperCommand):
+    """A command that takes your program after `--` (`harness sweep --workers 1,4 -- python
+    train.py --n {workers}`): everything after the first `--` is kept whole in
+    `ctx.meta[PROGRAM]`, so the program's own flags are never read as the harness's."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            ctx.meta[PROGRAM] = args[cut + 1 :]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+PROGRAM = "harness.program_argv"
+ProgressOpt = typer.Option(
+    None, "--progress", help="with -- CMD: a regex with named groups for progress the readers miss, e.g. "
+    "'After (?P<frames>\\d+) frames'; repeatable",
+)  # fmt: skip
+ProgressFileOpt = typer.Option(
+    None, "--progress-file", help="with -- CMD: a CSV or TensorBoard event file (glob, or a log directory) the "
+    "program writes its progress to; repeatable",
+)  # fmt: skip
+
+
+def program_of(ctx: typer.Context, progress: list[str] | None, progress_files: list[str] | None) -> Any:
+    """The program after `--` with its progress readers, or None; --progress without a
+    program is a UserError."""
+    from harness.commands.program import Program
+
+    return Program.from_cli(ctx.meta.get(PROGRAM), progress, progress_files)
+
+
 SetOpt = typer.Option(None, "--set", help="k=v or k=v1,v2 (a list is a sweep axis); repeatable")
 DurationOpt = typer.Option(None, "--duration", help="measured seconds per cell (with --target: the cap, default 120)")
 WarmupOpt = typer.Option(None, "--warmup", help="seconds excluded from rates: the floor of the automatic warm-up")
@@ -64,13 +97,17 @@ SteadyOpt = typer.Option(
 )
 SteadyMaxOpt = typer.Option(None, "--steady-max", help="the most an automatic warm-up may last (default 10 s)")
 TargetOpt = typer.Option(
-    None, "--target", help="run each cell until a quality target is met, e.g. accuracy>=0.9 (quality metrics: harness suites)"
+    None,
+    "--target",
+    help="run each cell until a quality target is met, e.g. accuracy>=0.9 (quality metrics: harness suites)",
 )
 TargetEveryOpt = typer.Option(None, "--target-every", help="measured seconds between quality checks (default 0.5)")
 WorkOpt = typer.Option(None, "--work", help="fixed work units instead of a duration")
 TimeoutOpt = typer.Option(None, "--timeout", help="deadline per cell in seconds (default warmup+duration+60)")
 OutOpt = typer.Option(DEFAULT_RESULTS, "--out", help="directory that receives run directories")
-MemoryOpt = typer.Option(None, "--memory-limit", help="end a cell whose process tree uses more than this many MB (PSS summed; a watchdog)")
+MemoryOpt = typer.Option(
+    None, "--memory-limit", help="end a cell whose process tree uses more than this many MB (PSS summed; a watchdog)"
+)
 
 
 @app.command()
@@ -107,10 +144,11 @@ def run(
     return command.main(suite, set_, budget, json_, out)
 
 
-@app.command()
+@app.command(cls=ProgramTail)
 @user_errors_exit_2
 def sweep(
-    spec: Path = typer.Argument(None, help="sweep spec (TOML); flags override it"),
+    ctx: typer.Context,
+    spec: Path = typer.Argument(None, help="sweep spec (TOML); flags override it; -- CMD ...: your program"),
     suite: str = typer.Option(None, "--suite", help="run only this suite's entries (or just this suite)"),
     workers: str = typer.Option(None, "--workers", help="comma list, e.g. 4,8,32,128 (0 = one per core)"),
     backend: str = typer.Option(None, "--backend", help="comma list, e.g. processes,server"),
@@ -137,14 +175,18 @@ def sweep(
     retry_failed: bool = typer.Option(
         False, "--retry-failed", help="with --resume: run failed cells again (their failed records stay as history)"
     ),
+    progress: list[str] = ProgressOpt,
+    progress_file: list[str] = ProgressFileOpt,
 ) -> int:
-    """Run a matrix of cells; exit 0 if all are ok, 1 if any failed, 2 on bad input, 130 on Ctrl-C."""
+    """Run a matrix of cells (or your program after --, every axis filling its {placeholder});
+    exit 0 if all are ok, 1 if any failed, 2 on bad input, 130 on Ctrl-C."""
     from harness.commands import sweep as command
 
+    program = program_of(ctx, progress, progress_file)
     budget = {"duration": duration, "warmup": warmup, "steady": steady, "steady_max": steady_max, "target": target,
               "target_every": target_every, "work": work, "repeats": repeats, "timeout": timeout,
               "memory_limit_mb": memory_limit}  # fmt: skip
-    overrides = command.build_overrides(suite, workers, backend, set_, budget, label)
+    overrides = command.build_overrides(suite, workers, backend, set_, budget, label, program)
     return command.main(spec, overrides, out, resume, quiet, executor, address, force, retry_failed)
 
 
@@ -288,9 +330,10 @@ WarmupPairsOpt = typer.Option(None, "--warmup-pairs", help="A/B: pairs discarded
 SeedOpt = typer.Option(None, "--seed", help="A/B: seed of the pair orders (default: drawn and recorded)")
 
 
-@app.command()
+@app.command(cls=ProgramTail)
 @user_errors_exit_2
 def ab(
+    ctx: typer.Context,
     base_rev: str = typer.Argument(..., help="the base revision (commit, branch, tag: HEAD~1, origin/main)"),
     rest: list[str] = typer.Argument(None, help="[CAND_REV] (default: the working tree) [SPEC.toml]"),
     suite: str = typer.Option(None, "--suite", help="this suite's cells (or its entries of the spec)"),
@@ -308,12 +351,16 @@ def ab(
     out: Path = OutOpt,
     label: str = typer.Option(None, "--label", help="name in the A/B's directory"),
     quiet: bool = typer.Option(False, "--quiet", help="no line per block"),
+    progress: list[str] = ProgressOpt,
+    progress_file: list[str] = ProgressFileOpt,
 ) -> int:
-    """A/B two revisions on this machine, time-sliced: exit 0 no regression, 1 regression, 3 undecided, 2 bad input."""
+    """A/B two revisions on this machine, time-sliced (your program after --, run in each
+    revision's worktree): exit 0 no regression, 1 regression, 3 undecided, 2 bad input."""
     from harness.commands import ab as command
 
     opts = command.build_options(tolerance, budget, confidence, slice_s, settle, pairs, seed, warmup_pairs)
-    return command.main(base_rev, rest, suite, workers, backend, set_, opts, out, label, quiet)
+    program = program_of(ctx, progress, progress_file)
+    return command.main(base_rev, rest, suite, workers, backend, set_, opts, out, label, quiet, program)
 
 
 @app.command()
@@ -395,8 +442,12 @@ def watch(
     rate_regex: str = typer.Option(
         None, "--rate-regex", help="regex for rate lines in the log: group (?P<value>), optional (?P<unit>) (?P<per>)"
     ),
-    torch_hook: bool = typer.Option(True, "--torch-hook/--no-torch-hook", help="record torch module calls' batch and device"),
-    batch_limit: int = typer.Option(None, "--batch-limit", help="the largest batch the program could use (SMALL_BATCHES)"),
+    torch_hook: bool = typer.Option(
+        True, "--torch-hook/--no-torch-hook", help="record torch module calls' batch and device"
+    ),
+    batch_limit: int = typer.Option(
+        None, "--batch-limit", help="the largest batch the program could use (SMALL_BATCHES)"
+    ),
     out: Path = OutOpt,
     quiet: bool = typer.Option(False, "--quiet", help="plain lines: findings and paths only"),
 ) -> int:

@@ -16,10 +16,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.errors import UserError
 from harness.params import validate
+from harness.program import COMMAND_PARAM
+from harness.program import NAME as PROGRAM_SUITE
 from harness.registry import get_suite, ready_suite
 from harness.targets import DEFAULT_CAP_S as DEFAULT_TARGET_CAP_S
 from harness.targets import Target
@@ -50,7 +52,9 @@ class Budget(BaseModel):
     repeats: int | None = Field(None, ge=1, le=1000)
     timeout: float | None = Field(None, gt=0, description="deadline per cell, seconds")
     memory_limit_mb: float | None = Field(
-        None, ge=16, description="memory of a cell's whole process tree (PSS summed), MB: past it a watchdog ends the cell"
+        None,
+        ge=16,
+        description="memory of a cell's whole process tree (PSS summed), MB: past it a watchdog ends the cell",
     )
 
 
@@ -58,10 +62,33 @@ class Entry(Budget):
     suite: str
     params: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _program(cls, data: Any) -> Any:
+        """`command = "python train.py --n {workers}"` in place of `suite`: your program, a
+        cell of the harness's own suite (harness.program) whose params fill its placeholders."""
+        if isinstance(data, dict) and "command" in data:
+            data = dict(data)
+            command = data.pop("command")
+            if data.setdefault("suite", PROGRAM_SUITE) != PROGRAM_SUITE:
+                raise ValueError(f"an entry with a command runs that program; drop suite = {data['suite']!r}")
+            data["params"] = {**(data.get("params") or {}), COMMAND_PARAM: command}
+        return data
+
 
 class Spec(Budget):
     label: str | None = None
     matrix: list[Entry] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _top_level_program(cls, data: Any) -> Any:
+        """A spec that only runs your program: top-level `command = "..."` and `[params]`."""
+        if isinstance(data, dict) and "command" in data:
+            data = dict(data)
+            entry = {"command": data.pop("command"), "params": data.pop("params", {})}
+            data["matrix"] = [*(data.get("matrix") or []), entry]
+        return data
 
 
 @dataclass(frozen=True)
@@ -133,8 +160,8 @@ def spec_error(source: str, exc: ValidationError) -> str:
         given = f" (got {err['input']!r})" if err["type"] not in ("missing", "extra_forbidden") else ""
         problems.append(f"{key}: {err['msg']}{given}")
     return (
-        f"{source}: {'; '.join(problems)}. Top-level keys: label, {', '.join(BUDGET_KEYS)}, matrix; "
-        "each [[matrix]] entry: suite, params and the same budget keys"
+        f"{source}: {'; '.join(problems)}. Top-level keys: label, {', '.join(BUDGET_KEYS)}, matrix (or command "
+        "and params: your program); each [[matrix]] entry: suite (or command), params and the same budget keys"
     )
 
 
@@ -251,9 +278,13 @@ def _check_target(suite: str, text: str, work: int | None) -> None:
         raise UserError(f"--target {text}: a target and --work exclude each other (a target runs until it is met)")
     words = get_suite(suite).words
     quality = words.quality_metric(target.metric)
+    if quality is None and words.open_quality:
+        return  # a program's logged value (harness.program): the target's comparison says which way is better
     if quality is None:
         declared = ", ".join(f"{q.metric} ({q.better} is better)" for q in words.quality) or "none"
-        raise UserError(f"--target {text}: suite {suite!r} declares no quality metric {target.metric!r}; it declares: {declared}")
+        raise UserError(
+            f"--target {text}: suite {suite!r} declares no quality metric {target.metric!r}; it declares: {declared}"
+        )
     if quality.better != target.better:
         op = "<=" if quality.better == "lower" else ">="
         raise UserError(f"--target {text}: {target.metric} is better {quality.better}; write {target.metric}{op}VALUE")

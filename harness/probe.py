@@ -27,7 +27,7 @@ from harness.observations import Observations
 from harness.steady import Steady, settled, trend
 from harness.suite import MEMORY_LIMIT_ENV, Resources, Suite, SuiteError, memory_limit_mb
 from harness.targets import DEFAULT_EVERY_S, Target
-from harness.vocabulary import LimitBenchmark, Quality, Rate, Reference, Vocabulary
+from harness.vocabulary import HEADLINE_METRIC, LimitBenchmark, Quality, Rate, Reference, Vocabulary
 from harness.window import counter_rates, declared_rates, drift_metrics
 from harness.workshare import resolve_workers, split_work, usable_cores
 
@@ -92,6 +92,7 @@ class Probe:
         self.target_work = target_work
         self.target = target
         self._rates = tuple(rates)
+        self._runtime_headline: str | None = None  # declare_rate(): a counter found at run time
         self._workers = workers
         self._steady = None if whole_run else steady
         self._target_every = target_every_s
@@ -156,6 +157,14 @@ class Probe:
             self._emit({"type": "point", "t": self._clock() - self._t0, "name": name, "value": value})
         self._tick()
 
+    def declare_rate(self, counter: str) -> None:
+        """Name the counter this run is judged by when the suite learns it only at run time
+        (a user's program whose progress is read from its output: `total_timesteps`, not
+        known before the program printed it). Its rate is the record's headline
+        (`headline_rate`), the one the warm-up waits to settle and the A/B slices count."""
+        self._runtime_headline = counter
+        self._emit({"type": "rate", "counter": counter})
+
     def work(self, requested: int = 0, done: int = 0) -> None:
         """Add to the work accounting: units asked for and units actually carried out."""
         with self._lock:
@@ -203,7 +212,7 @@ class Probe:
         if self._best is None or (value < self._best if target.op == "<=" else value > self._best):
             self._best = value
         if target.met(value):
-            counter = self._rates[0].counter if self._rates else None
+            counter = self._rates[0].counter if self._rates else self._runtime_headline
             work = self._counters.get(counter, 0) - self._at_measure_start.get(counter, 0) if counter else 0.0
             self._reached = (self._last_check, work, previous if previous is not None else 0.0)
             self._stop(now)
@@ -300,6 +309,8 @@ class Probe:
         """The counter whose rate must settle: the headline's finer part, else the busiest."""
         if self._rates:
             return self._rates[0].made_of or self._rates[0].counter
+        if self._runtime_headline is not None:
+            return self._runtime_headline
         return max(self._counters, key=lambda k: self._counters[k], default="")
 
     def _enter_measure(self, now: float, why: str) -> None:
@@ -364,6 +375,8 @@ class Probe:
             metrics["work_done"] = self._done
         metrics.update(drift_metrics(self._window_samples(), sorted(self._counters)))
         metrics.update(self._values)
+        if self._runtime_headline is not None and not self._rates:
+            metrics[HEADLINE_METRIC] = f"{self._runtime_headline}_per_s"
         metrics.update(self._target_metrics())
         return metrics
 

@@ -12,7 +12,7 @@ from rich.progress import Progress as RichProgress
 
 from harness.matrix import Cell
 from harness.numbers import readable
-from harness.record import Record, number
+from harness.record import Record, declared_headline, number
 from harness.registry import vocabulary_of
 
 
@@ -34,7 +34,7 @@ def short_params(params: dict[str, Any], keys: set[str] | None = None) -> str:
 def headline(record: Record) -> str:
     """`<rate>=<value>` for the suite's headline rate, or "" when the record has none."""
     present = {k for k, v in record.metrics.items() if number(v) is not None}
-    name = vocabulary_of(record.suite).headline(present)
+    name = vocabulary_of(record.suite).headline(present, declared=declared_headline([record]))
     return f"{name}={readable(record.metrics[name])}" if name else ""
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from harness.vocabulary import Vocabulary
+from harness.vocabulary import HEADLINE_METRIC, Vocabulary
 
 _FIELDS = (
     "id", "suite", "params", "repeat", "status", "reason", "started", "ended", "budget", "metrics",
@@ -189,3 +189,14 @@ def incomparable_rates(records: Iterable[Record], vocabulary: Vocabulary) -> set
         if len(estimated) > 1:
             out.add(rate.per_s)
     return out
+
+
+def declared_headline(records: Iterable[Record]) -> str | None:
+    """The headline rate the ok records named at run time (`headline_rate`: a user's program
+    whose progress counter the harness found in its output), the most common one when they
+    differ, or None."""
+    from collections import Counter
+
+    named = Counter(r.metrics.get(HEADLINE_METRIC) for r in records if r.ok)
+    named.pop(None, None)
+    return named.most_common(1)[0][0] if named else None

@@ -121,14 +121,13 @@ class CellRunner:
         )
         monitors = self.monitors()
         env = child_env(key, self.store.root)
-        instruments = self._instruments(cell, key, log_path)
+        instruments = self._instruments(cell, key)
         if instruments is not None:
-            env = instruments.environ(env)
+            env = instruments.environ(env)  # the torch hook, in the program's interpreter too
             monitors.append(instruments)
         command = [sys.executable, "-m", "harness.cell", spec, str(scratch)]
         if self.wrap is not None:
             command = self.wrap(command, key)
-        env = child_env(key, self.store.root)
         if cell.memory_limit_mb:
             env[MEMORY_LIMIT_ENV] = f"{cell.memory_limit_mb:g}"  # harness.probe.memory_limit_mb()
         with open(log_path, "wb") as log:
@@ -239,9 +238,11 @@ class CellRunner:
         watchdog.enforce(cell.memory_limit_mb, end_tree)
         return watchdog
 
-    def _instruments(self, cell: Cell, key: str, log_path: Path) -> Monitor | None:
+    def _instruments(self, cell: Cell, key: str) -> Monitor | None:
         """harness watch's instruments, for the cells of a suite that asks for them
-        (`Suite.watch`): the suite runs a program it cannot report from inside."""
+        (`Suite.watch`): the suite runs a program it cannot report from inside. The log's
+        rates are left out: such a suite reads the program's output itself, through the
+        probe (harness.readers), which gives windowed rates from its counters."""
         try:
             wanted = get_suite(cell.suite).watch
         except UserError:
@@ -250,7 +251,7 @@ class CellRunner:
             return None
         from harness.watch.instruments import Instruments
 
-        return Instruments(self.store.root / WATCH_DIR / key, [log_path])
+        return Instruments(self.store.root / WATCH_DIR / key, [])
 
     def _tree(self, root: int) -> dict[int, psutil.Process]:
         """Every process of the cell seen so far, the live tree under its root included."""

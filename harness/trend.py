@@ -23,6 +23,7 @@ import numpy as np
 from harness.baselines import Snapshot, load_run
 from harness.changes import change_points
 from harness.errors import UserError
+from harness.record import declared_headline
 from harness.store import RUN_FILE
 
 
@@ -46,7 +47,8 @@ def collect(results: Path, suite: str | None, metric: str | None) -> tuple[str, 
         raise UserError(f"{results}: no run directory holds cells{where}")
     if metric is None:
         present = {m for _, cell in cells for r in cell.records for m in r.metrics}
-        metric = cells[0][1].vocabulary.headline(present)
+        declared = declared_headline(r for _, cell in cells for r in cell.records)
+        metric = cells[0][1].vocabulary.headline(present, declared=declared)
         if metric is None:
             raise UserError("no throughput metric found; name one with --metric")
     rows = []

@@ -53,6 +53,11 @@ HARNESS_METRICS: dict[str, Better | None] = {
     "efficiency_pct": "higher",
 }
 
+# The metric a record names its headline rate in when its suite learns the headline only at
+# run time (harness.probe.Probe.declare_rate: a user's program read from its output).
+HEADLINE_METRIC = "headline_rate"
+HARNESS_METRICS[HEADLINE_METRIC] = None
+
 # What every report shows after a suite's own rates and report metrics, when present.
 HARNESS_REPORT = ("efficiency_pct", "work_done", "work_requested", "cpu_util_mean", "mem_pss_peak_mb", "gpu_util_mean")
 
@@ -188,6 +193,9 @@ class Vocabulary:
     signals: Mapping[str, str] = field(default_factory=dict)  # SIGNALS name -> this suite's metric
     remedies: Mapping[str, str] = field(default_factory=dict)  # rule symptom -> advice naming its knobs
     limits: tuple[LimitBenchmark, ...] = ()
+    # the suite reports quality metrics it learns only at run time (a user's program's logged
+    # values): a target may name any of them, its comparison stating which way is better
+    open_quality: bool = False
     # why a cell with these params cannot be time-sliced by `harness ab` (it relies on
     # wall-clock timeouts that a SIGSTOP of its group would trip), or None: it can
     sliceable: Callable[[Any], str | None] | None = None
@@ -211,10 +219,19 @@ class Vocabulary:
         )
 
     # ------------------------------------------------------------------ reading records
-    def headline(self, metric_names: set[str] | frozenset[str], invalid: set[str] | frozenset[str] = frozenset()) -> str | None:
+    def headline(
+        self,
+        metric_names: set[str] | frozenset[str],
+        invalid: set[str] | frozenset[str] = frozenset(),
+        declared: str | None = None,
+    ) -> str | None:
         """The rate these metrics are judged by: the first declared rate reported and not
         `invalid` (its `<counter>_per_s` marked invalid by the probe: too few completions
-        in the window), else the first `*_per_s` rate (drift slopes aside), alphabetically."""
+        in the window), else the rate the records declared at run time (`declared`, from
+        their HEADLINE_METRIC), else the first `*_per_s` rate (drift slopes aside),
+        alphabetically."""
+        if not self.rates and declared in metric_names and declared not in invalid:
+            return declared
         for rate in self.rates:
             if rate.per_s in invalid:
                 continue

@@ -136,6 +136,8 @@ def suite_words() -> dict[str, str]:
     generic = harness_generic_names()
     words: dict[str, str] = {}
     for name, suite in suites.items():
+        if suite.run.__module__.startswith("harness."):
+            continue  # the harness's own suite (a user's program, harness.program): its to name
         names = {name, *suite.params.model_fields, *choice_values(suite.params), *suite.words.names()}
         for word in names - generic:
             words.setdefault(word, name)

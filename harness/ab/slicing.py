@@ -149,14 +149,17 @@ class Block:
         return sum(ratios) / len(ratios) if ratios else None
 
 
-def counter_of(words: Vocabulary, counters: dict[str, float]) -> str | None:
+def counter_of(words: Vocabulary, counters: dict[str, float], declared: str | None = None) -> str | None:
     """The counter a slice's rate counts: the headline Rate's finer `made_of` counter, else
-    its counter; with no declared rate the first counter the cell reports, alphabetically."""
+    its counter; with no declared rate the one the cell declared at run time (a program's
+    own counter, Probe.declare_rate), else the first it reports, alphabetically."""
     for rate in words.rates:
         for name in (rate.made_of, rate.counter):
             if name and name in counters:
                 return name
-    return min(counters) if counters and not words.rates else None
+    if words.rates or not counters:
+        return None
+    return declared if declared in counters else min(counters)
 
 
 class Instance:
@@ -192,6 +195,7 @@ class Instance:
         self.known: dict[int, psutil.Process] = {}
         self.samples: list[Sample] = []
         self.final: dict[str, Any] | None = None
+        self.declared: str | None = None  # the headline counter the child declared at run time
         self._offset = math.inf  # parent monotonic - child clock, at its smallest seen
         self._pos = 0
         self._tail = b""
@@ -221,6 +225,8 @@ class Instance:
                 sample = Sample(float(rec["t"]), dict(rec.get("counters") or {}), now)
                 self._offset = min(self._offset, now - sample.t)
                 new.append(sample)
+            elif kind == "rate":
+                self.declared = str(rec.get("counter"))  # Probe.declare_rate: the program's own counter
             elif kind in ("result", "error"):
                 self.final = rec
         self.samples += new
@@ -400,7 +406,7 @@ class Slicer:
         names = {}
         for name, inst in instances.items():
             counters = {k: v for s in inst.samples for k, v in s.counters.items() if v > 0}
-            names[name] = counter_of(self.words, counters)
+            names[name] = counter_of(self.words, counters, inst.declared)
         if names["base"] is not None and names["base"] == names["candidate"]:
             self.counter = names["base"]
         elif None not in names.values() or final:

@@ -24,6 +24,7 @@ from harness.ab.experiment import (
 from harness.ab.revisions import Side, repo_root, sides
 from harness.ab.sequential import DEFAULT_TOLERANCE
 from harness.ab.slicing import SliceOptions
+from harness.commands.program import Program
 from harness.commands.sweep import build_overrides
 from harness.errors import UserError
 from harness.gating import parse_tolerance
@@ -156,11 +157,14 @@ def main(
     out: Path,
     label: str | None,
     quiet: bool,
+    program: Program | None = None,
 ) -> int:
     cand_rev, spec_path = split_positionals(list(rest or []))
-    if spec_path is None and suite is None:
-        raise UserError("nothing to compare: give a sweep spec (SPEC.toml) or --suite NAME [--set k=v ...]")
-    overrides = build_overrides(suite, workers, backend, sets, {}, label)
+    if spec_path is None and suite is None and program is None:
+        raise UserError(
+            "nothing to compare: give a sweep spec (SPEC.toml), --suite NAME [--set k=v ...] or your program after --"
+        )
+    overrides = build_overrides(suite, workers, backend, sets, {}, label, program)
     spec = apply_overrides(load_spec(spec_path) if spec_path is not None else Spec(), overrides)
     cells = expand(spec)
     refused = check_sliceable(cells)

@@ -8,6 +8,7 @@ from typing import Any
 
 from harness import interrupts
 from harness.commands.common import all_ok, finish_report
+from harness.commands.program import Program
 from harness.errors import UserError
 from harness.execute import check_resume, execute, mark_finished, new_run, run_state, stored_cells
 from harness.executors import get_executor
@@ -25,11 +26,17 @@ def build_overrides(
     sets: list[str] | None,
     budget: dict[str, Any],
     label: str | None,
+    program: Program | None = None,
 ) -> Overrides:
     """The command line as Overrides; --workers and --backend set the suites' worker and
     backend params (their vocabulary's; by convention `workers` and `backend`); `budget`
-    holds the budget flags by Overrides field name (None: keep the spec's)."""
+    holds the budget flags by Overrides field name (None: keep the spec's); a program
+    after `--` is a cell of the harness's own `command` suite."""
     axes: dict[str, list[Any]] = dict(parse_assignments(sets))
+    if program is not None:
+        program.check_suite(suite)
+        suite = program.suite
+        axes.update(program.axes())
     roles: dict[str, list[Any]] = {}
     for flag, role, text in (("--workers", "workers", workers), ("--backend", "backend", backend)):
         values = parse_list(flag, text)

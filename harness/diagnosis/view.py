@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from harness.record import CellGroup, incomparable_rates
+from harness.record import CellGroup, declared_headline, incomparable_rates
 
 
 @dataclass
@@ -21,7 +21,8 @@ class RunView:
             return None
         names = set().union(*(c.metric_names() for c in cells))
         invalid = incomparable_rates([r for c in cells for r in c.records], cells[0].vocabulary)
-        return cells[0].vocabulary.headline(names, invalid)
+        records = [r for c in cells for r in c.records]
+        return cells[0].vocabulary.headline(names, invalid, declared_headline(records))
 
     def scaling_groups(self) -> list[list[tuple[int, CellGroup]]]:
         """Cells that differ only in their worker count, each group sorted by it."""

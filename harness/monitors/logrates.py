@@ -141,6 +141,8 @@ class LogRatesMonitor:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if not self.paths:
+            return MonitorResult(metrics={}, series=[])  # nothing to follow (a suite reads its own output)
         metrics: dict[str, Any] = {"log_lines": self.lines, "log_rate_lines": self.rate_lines}
         by_name: dict[str, list[tuple[float, float]]] = {}
         for wall, name, value in self.points:

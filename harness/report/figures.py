@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.record import Record, incomparable_rates, number
+from harness.record import Record, declared_headline, incomparable_rates, number
 from harness.registry import vocabulary_of
 
 Figure = dict[str, Any]
@@ -44,7 +44,7 @@ def primary_rate(records: list[Record]) -> str | None:
         return None
     present = {k for r in ok for k, v in r.metrics.items() if number(v) is not None}
     words = vocabulary_of(records[0].suite)
-    return words.headline(present, incomparable_rates(ok, words))
+    return words.headline(present, incomparable_rates(ok, words), declared_headline(ok))
 
 
 def varying_params(records: list[Record]) -> list[str]:

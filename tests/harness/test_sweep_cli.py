@@ -95,7 +95,7 @@ def test_bad_input_exits_2_with_the_key_and_what_is_allowed(cli, tmp_path):
 def test_a_suite_refusing_its_input_makes_run_exit_2(cli, tmp_path):
     result = cli("run", "command", "--work", "1", "--out", tmp_path)
     assert result.exit_code == 2
-    assert "needs argv" in result.output
+    assert "needs a program" in result.output
 
 
 def test_run_prints_metrics_as_json(cli, tmp_path):

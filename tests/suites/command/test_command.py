@@ -4,7 +4,7 @@ import textwrap
 import pytest
 
 from harness.probe import Probe, SuiteError
-from suites.command import Params, run
+from harness.program import Params, run
 
 PROGRAM = textwrap.dedent(
     """

@@ -1,36 +1,48 @@
-"""Running the user's program and turning its JSON lines into probe calls."""
+"""Running the user's program and reading its progress as it runs.
+
+Both output streams are piped (progress bars and loggers write to stderr), every line goes
+on to the cell's log, and harness.readers turn them and the progress files into probe
+calls. Python programs are started unbuffered (PYTHONUNBUFFERED): a piped stdout is
+otherwise flushed every 8 KB, and a table printed each rollout would reach the harness
+seconds late, in bursts that no windowed rate can read.
+"""
 
 from __future__ import annotations
 
-import json
+import os
 import queue
 import shlex
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from harness.probe import Probe, SuiteError, resolve_workers
+from harness.readers import Feed, file_readers, line_readers
+from harness.readers.jsonlines import is_probe_message, parse_object
 
 EXIT_DRAIN_S = 1.0
+FILE_POLL_S = 0.5
 
 
 def build_argv(params) -> list[str]:
     values: dict[str, Any] = {**(params.model_extra or {}), "workers": resolve_workers(params.workers)}
     if not params.argv.strip():
-        raise SuiteError("suite 'command' needs argv, e.g. --set argv='python train.py --workers {workers}'")
+        raise SuiteError("suite 'command' needs a program: harness sweep -- python train.py --workers {workers}")
     try:
         return [word.format_map(values) for word in shlex.split(params.argv)]
     except KeyError as exc:
         raise SuiteError(
-            f"argv names {{{exc.args[0]}}} but no such param was given; pass it with --set {exc.args[0]}=..."
+            f"the command names {{{exc.args[0]}}} but no such param was given; pass it with --set {exc.args[0]}=..."
         ) from None
     except ValueError as exc:
-        raise SuiteError(f"argv could not be parsed: {exc}") from None
+        raise SuiteError(f"the command could not be parsed: {exc}") from None
 
 
 def apply_line(probe: Probe, message: dict[str, Any]) -> None:
+    """One of the harness's own JSON lines, applied to the probe."""
     for name, n in message.get("count", {}).items():
         probe.count(name, n)
     for name, value in message.get("observe", {}).items():
@@ -52,31 +64,44 @@ def _pump(stream, lines: queue.Queue) -> None:
 
 def run_program(params, probe: Probe) -> None:
     argv = build_argv(params)
+    feed = Feed(probe, line_readers(params.progress), file_readers(params.progress_files, Path.cwd()),
+                headline=_declared_counter(params.progress))  # fmt: skip
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, bufsize=1)
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+            bufsize=1, env=env, errors="replace",
+        )  # fmt: skip
     except OSError as exc:
         raise SuiteError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
     lines: queue.Queue = queue.Queue()
-    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+    for stream in (proc.stdout, proc.stderr):
+        threading.Thread(target=_pump, args=(stream, lines), daemon=True).start()
+    open_streams = 2
     stopped_by_us = False
     stopped_at = 0.0
     exited_at: float | None = None
+    next_poll = time.monotonic() + FILE_POLL_S
     try:
-        while True:
+        while open_streams:
             try:
                 line = lines.get(timeout=0.1)
             except queue.Empty:
                 line = ""
             if line is None:
-                break
+                open_streams -= 1
+                continue
             if not line and proc.poll() is not None:
-                # The program has exited; a child it left behind may hold its stdout open
+                # The program has exited; a child it left behind may hold its output open
                 # forever, so its last lines get EXIT_DRAIN_S, not until end of file.
                 exited_at = exited_at or time.monotonic()
                 if time.monotonic() - exited_at > EXIT_DRAIN_S:
                     break
             if line:
-                _handle(probe, line)
+                _handle(probe, feed, line)
+            if time.monotonic() >= next_poll:
+                feed.poll_files()
+                next_poll = time.monotonic() + FILE_POLL_S
             if not stopped_by_us and probe.should_stop():
                 proc.terminate()
                 stopped_by_us = True
@@ -87,23 +112,30 @@ def run_program(params, probe: Probe) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-        return
+        code = None
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    if code != 0 and not stopped_by_us:
+        feed.finish()
+    if code not in (0, None) and not stopped_by_us:
         raise SuiteError(f"{argv[0]} exited with code {code}")
 
 
-def _handle(probe: Probe, line: str) -> None:
-    text = line.strip()
-    if text.startswith("{"):
-        try:
-            message = json.loads(text)
-        except json.JSONDecodeError:
-            message = None
-        if isinstance(message, dict):
-            apply_line(probe, message)
-            return
-    print(text, file=sys.stderr, flush=True)
+def _declared_counter(specs: str) -> str | None:
+    """The counter a --progress NAME= declares (the first), which stays the headline."""
+    from harness.readers import patterns
+    from harness.readers.words import snake
+
+    return next((snake(p.counter) for p in patterns(specs) if p.counter), None)
+
+
+def _handle(probe: Probe, feed: Feed, line: str) -> None:
+    text = line.rstrip("\n")
+    message = parse_object(text)
+    if message is not None and is_probe_message(message):
+        apply_line(probe, message)
+        return
+    if text.strip():
+        feed.line(text)
+        print(text, file=sys.stderr, flush=True)

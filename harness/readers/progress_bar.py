@@ -1,0 +1,50 @@
+"""Progress bars: tqdm's `1234/10000 [00:12<01:30, 98.7it/s]` (or `1.23s/it` when slow,
+a unit of its own: `512/2000 [00:03<00:09, 160.52steps/s]`, counts like `12.3k`), and rich's
+`1,234/10,000 ... 98.7 it/s`.
+
+The count is a counter named by the bar's unit (`it` -> `iterations`), the rate a printed
+rate. A bar restarts at 0 each epoch; the feed treats a counter that goes back as a new run
+of it, so every epoch's units still count.
+"""
+
+from __future__ import annotations
+
+import re
+
+from harness.readers.protocol import Reading
+from harness.readers.words import counter_name, snake
+
+_NUM = r"\d[\d,]*(?:\.\d+)?[kMGT]?"
+_TQDM = re.compile(
+    rf"(?P<n>{_NUM})(?:/(?P<total>{_NUM}))?\s*\[[\d:]+(?:<[\d:?]+)?,\s*"
+    r"(?:(?P<rate>[\d.]+[kMGT]?|\?)\s*(?P<unit>[A-Za-z_]*)/s|(?P<inverse>[\d.]+)\s*s/(?P<unit2>[A-Za-z_]+))"
+)
+_RICH = re.compile(rf"(?P<n>{_NUM})/(?P<total>{_NUM})\b.*?(?P<rate>\d[\d,]*(?:\.\d+)?)\s*(?P<unit>[A-Za-z_]+)/s\b")
+_SCALE = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def number(text: str) -> float:
+    text = text.replace(",", "")
+    if text and text[-1] in _SCALE:
+        return float(text[:-1]) * _SCALE[text[-1]]
+    return float(text)
+
+
+class ProgressBar:
+    name = "progress_bar"
+
+    def read(self, line: str) -> list[Reading]:
+        match = _TQDM.search(line) or _RICH.search(line)
+        if match is None:
+            return []
+        groups = match.groupdict()
+        unit = groups.get("unit") or groups.get("unit2") or "it"
+        counter = counter_name(unit)
+        readings = [Reading(counter, number(groups["n"]), "counter")]
+        if groups.get("rate") not in (None, "?"):
+            readings.append(Reading(f"printed_{snake(unit)}_per_s", number(groups["rate"]), "rate"))
+        elif groups.get("inverse"):
+            seconds = float(groups["inverse"])
+            if seconds > 0:
+                readings.append(Reading(f"printed_{snake(unit)}_per_s", 1.0 / seconds, "rate"))
+        return readings

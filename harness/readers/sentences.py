@@ -1,0 +1,49 @@
+"""Progress written as prose: a counter beside its number (`Iteration 4500`, `After 51200
+frames`, `global_step=1000`, `Episode #12`) and rates with their unit (`(33.4 iter/s)`,
+`68.3 games/min`, `@ 2140.3 fps`, `SPS: 1234`).
+
+A counter is recognised only by its word (harness.readers.words): `4 workers` is not one.
+A number that is part of a decimal or a fraction (`33.4`, `12/100`) is never a count.
+"""
+
+from __future__ import annotations
+
+import re
+
+from harness.readers.protocol import Reading
+from harness.readers.words import counter_name, kind_of, snake
+
+_COUNT = r"(?<![\d.,])\d[\d,]*(?![\d.,]*\d)(?![.\d]|\s*/\s*\d|\s*%)"
+_WORD_THEN_COUNT = re.compile(rf"\b(?P<word>[A-Za-z][A-Za-z_]*)\s*[#:=]?\s*(?P<n>{_COUNT})")
+_COUNT_THEN_WORD = re.compile(rf"(?P<n>{_COUNT})\s+(?P<word>[A-Za-z][A-Za-z_]*)\b(?!\s*/)")
+_VALUE = r"(?P<value>\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+_PER_UNIT = re.compile(
+    _VALUE + r"\s*(?P<unit>[A-Za-z][A-Za-z_.-]*?)\s*(?:/|\bper\s+)"
+    r"(?P<per>s|sec|secs|second|seconds|min|mins|minute|minutes|h|hr|hour|hours)\b"
+)
+_FPS_AFTER = re.compile(_VALUE + r"\s*(?P<unit>fps|sps|FPS|SPS)\b")
+_FPS_BEFORE = re.compile(r"\b(?P<unit>fps|sps|FPS|SPS)\b\s*[:=@]?\s*" + _VALUE)
+_PER_SECONDS = {"s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0}
+_PER_SECONDS.update({k: 60.0 for k in ("min", "mins", "minute", "minutes")})
+_PER_SECONDS.update({k: 3600.0 for k in ("h", "hr", "hour", "hours")})
+
+
+def _float(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+class Sentences:
+    name = "sentences"
+
+    def read(self, line: str) -> list[Reading]:
+        readings = []
+        for match in (*_WORD_THEN_COUNT.finditer(line), *_COUNT_THEN_WORD.finditer(line)):
+            if kind_of(match["word"]) == "counter":
+                readings.append(Reading(counter_name(match["word"]), _float(match["n"]), "counter"))
+        for match in _PER_UNIT.finditer(line):
+            seconds = _PER_SECONDS[match["per"].lower()]
+            readings.append(Reading(f"printed_{snake(match['unit'])}_per_s", _float(match["value"]) / seconds, "rate"))
+        for pattern in (_FPS_AFTER, _FPS_BEFORE):
+            for match in pattern.finditer(line):
+                readings.append(Reading(f"printed_{match['unit'].lower()}", _float(match["value"]), "rate"))
+        return readings

@@ -1,0 +1,102 @@
+"""TensorBoard event files (`events.out.tfevents.*`, written by torch.utils.tensorboard,
+tensorboardX, Keras, Stable-Baselines3, CleanRL), read with TensorBoard's own loader as they
+grow: every scalar is a reading named by its tag (`charts/SPS` a printed rate,
+`charts/episodic_return` a value), and the events' step is the counter `global_step`.
+
+Readings are stamped when read, so rates from event files are only as fine as the writer
+flushes (SummaryWriter: every 10 events or 120 s). Needs the `tensorboard` package
+(`pip install tensorboard`); without it the reader is refused with that command.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.readers.files import matching
+from harness.readers.protocol import Reading
+from harness.readers.words import reading_kind_name
+
+STEP_COUNTER = "global_step"
+
+
+def _loader_class() -> Any:
+    try:
+        from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    except ImportError:
+        raise ValueError(
+            "reading TensorBoard event files needs the tensorboard package: pip install tensorboard"
+        ) from None
+    return EventFileLoader
+
+
+class TensorBoardEvents:
+    name = "tensorboard"
+
+    def __init__(self, pattern: str, cwd: Path) -> None:
+        self.loader_class = _loader_class()
+        self.pattern = pattern
+        self.cwd = cwd
+        self._loaders: dict[Path, Any] = {}
+        self.events = 0
+        self.scalars = 0
+
+    def poll(self) -> list[Reading]:
+        readings: list[Reading] = []
+        for path in self._event_files():
+            loader = self._loaders.get(path)
+            if loader is None:
+                loader = self._loaders[path] = self.loader_class(str(path))
+            for event in loader.Load():
+                self.events += 1
+                readings += self._scalars(event)
+        return readings
+
+    def _event_files(self) -> list[Path]:
+        found = matching(self.pattern, self.cwd)
+        if len(found) == 1 and found[0].name.startswith("events.out.tfevents"):
+            return found
+        # a directory pattern: the event files anywhere under what it matched
+        dirs = [p for p in found if "tfevents" in p.name] + [
+            f for d in self._dirs() for f in d.rglob("events.out.tfevents.*") if f.is_file()
+        ]
+        return sorted(set(dirs))
+
+    def _dirs(self) -> list[Path]:
+        import glob
+
+        full = self.pattern if Path(self.pattern).is_absolute() else str(self.cwd / self.pattern)
+        return [Path(p) for p in glob.glob(full, recursive=True) if Path(p).is_dir()]
+
+    def _scalars(self, event: Any) -> list[Reading]:
+        if not event.HasField("summary"):
+            return []
+        out = []
+        for value in event.summary.value:
+            number = _scalar(value)
+            if number is None:
+                continue
+            self.scalars += 1
+            kind, name = reading_kind_name(value.tag)
+            out.append(Reading(name, number, kind))
+        if out and event.step:
+            out.append(Reading(STEP_COUNTER, float(event.step), "counter"))
+        return out
+
+    def describe(self) -> str:
+        if not self._loaders:
+            return f"tensorboard {self.pattern}: no event file yet"
+        return f"tensorboard {self.pattern}: {len(self._loaders)} event file(s), {self.events} events, {self.scalars} scalars"
+
+
+def _scalar(value: Any) -> float | None:
+    """A summary value's number: `simple_value` (old writers) or a scalar tensor (the form
+    TensorBoard's loader migrates every scalar to)."""
+    if value.HasField("tensor"):
+        from tensorboard.util import tensor_util
+
+        array = tensor_util.make_ndarray(value.tensor)
+        return float(array) if array.size == 1 else None
+    if value.HasField("simple_value"):
+        return float(value.simple_value)
+    return None
