@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 
 from harness.readers.protocol import Reading
-from harness.readers.words import counter_name, kind_of, snake
+from harness.readers.words import COUNTER_WORDS, counter_name, kind_of, snake
 
-_COUNT = r"(?<![\d.,])\d[\d,]*(?![\d.,]*\d)(?![.\d]|\s*/\s*\d|\s*%)"
+_COUNT = r"(?<![\d.,])\d[\d,]*(?![\d.,]|\s*/\s*\d|\s*%)"
 _WORD_THEN_COUNT = re.compile(rf"\b(?P<word>[A-Za-z][A-Za-z_]*)\s*[#:=]?\s*(?P<n>{_COUNT})")
 _COUNT_THEN_WORD = re.compile(rf"(?P<n>{_COUNT})\s+(?P<word>[A-Za-z][A-Za-z_]*)\b(?!\s*/)")
 _VALUE = r"(?P<value>\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?)"
@@ -23,6 +23,7 @@ _PER_UNIT = re.compile(
 )
 _FPS_AFTER = re.compile(_VALUE + r"\s*(?P<unit>fps|sps|FPS|SPS)\b")
 _FPS_BEFORE = re.compile(r"\b(?P<unit>fps|sps|FPS|SPS)\b\s*[:=@]?\s*" + _VALUE)
+_LETTERS = re.compile(r"[a-z]+")
 _PER_SECONDS = {"s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0}
 _PER_SECONDS.update({k: 60.0 for k in ("min", "mins", "minute", "minutes")})
 _PER_SECONDS.update({k: 3600.0 for k in ("h", "hr", "hour", "hours")})
@@ -36,14 +37,25 @@ class Sentences:
     name = "sentences"
 
     def read(self, line: str) -> list[Reading]:
+        """The regexes run only on lines that hold what they look for: most lines of a log
+        are neither counts nor rates, and a line costs this reader most of its time."""
         readings = []
-        for match in (*_WORD_THEN_COUNT.finditer(line), *_COUNT_THEN_WORD.finditer(line)):
-            if kind_of(match["word"]) == "counter":
-                readings.append(Reading(counter_name(match["word"]), _float(match["n"]), "counter"))
+        lower = line.lower()
+        if COUNTER_WORDS.intersection(_LETTERS.findall(lower)):
+            for match in (*_WORD_THEN_COUNT.finditer(line), *_COUNT_THEN_WORD.finditer(line)):
+                if kind_of(match["word"]) == "counter":
+                    readings.append(Reading(counter_name(match["word"]), _float(match["n"]), "counter"))
+        if "/" in line or " per " in lower:
+            readings += self._per_unit(line)
+        if "fps" in lower or "sps" in lower:
+            for pattern in (_FPS_AFTER, _FPS_BEFORE):
+                for match in pattern.finditer(line):
+                    readings.append(Reading(f"printed_{match['unit'].lower()}", _float(match["value"]), "rate"))
+        return readings
+
+    def _per_unit(self, line: str) -> list[Reading]:
+        readings = []
         for match in _PER_UNIT.finditer(line):
             seconds = _PER_SECONDS[match["per"].lower()]
             readings.append(Reading(f"printed_{snake(match['unit'])}_per_s", _float(match["value"]) / seconds, "rate"))
-        for pattern in (_FPS_AFTER, _FPS_BEFORE):
-            for match in pattern.finditer(line):
-                readings.append(Reading(f"printed_{match['unit'].lower()}", _float(match["value"]), "rate"))
         return readings

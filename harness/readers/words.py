@@ -12,6 +12,7 @@ the headline (a frame rate says more, sooner, than an episode rate).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from harness.readers.protocol import Kind
 
@@ -23,6 +24,7 @@ _COUNTER_FORMS = (
     "episode episodes game games epoch epochs generation generations round rounds"
 ).split()
 # singular (or abbreviation) -> plural, as pairs: `Iteration 4500` counts iterations
+COUNTER_WORDS = frozenset(_COUNTER_FORMS)
 _PLURAL = dict(
     pair.split(":")
     for pair in (
@@ -54,6 +56,7 @@ def leaf(key: str) -> str:
     return key.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[-1] if "/" in key else key
 
 
+@lru_cache(maxsize=4096)  # a program prints the same keys every report
 def kind_of(key: str) -> Kind:
     """What a key names, from its words alone."""
     name = snake(leaf(key))
@@ -69,6 +72,7 @@ def kind_of(key: str) -> Kind:
     return "value"
 
 
+@lru_cache(maxsize=4096)
 def counter_name(key: str) -> str:
     """The metric name of a counter key: snake_case, a bare singular made plural."""
     name = snake(leaf(key))
@@ -95,6 +99,7 @@ def unit_of(counter: str) -> str:
     return _PLURAL.get(counter.split("_")[-1], counter.split("_")[-1])
 
 
+@lru_cache(maxsize=4096)
 def reading_kind_name(key: str) -> tuple[Kind, str]:
     kind = kind_of(key)
     if kind == "counter":
