@@ -57,11 +57,13 @@ class Params(BaseModel):
         json_schema_extra={"unit": "ms"},
     )
     games_per_worker: int = Field(
-        1,
+        4,
         ge=1,
         le=64,
         description="server: games each worker keeps in flight, one channel slot each; while one game's leaves "
-        "wait for the server the worker searches another (other backends play one game at a time)",
+        "wait for the server the worker searches another (other backends play one game at a time). "
+        "4: more evals/s than 1 at leaves 1 and 8 (docs/records/2026-11-25-inference-server.md); 8 keeps "
+        "too many games unfinished for a short window to count games",
         json_schema_extra={"unit": "games"},
     )
     gather: Literal["full", "deadline", "first"] = Field(
@@ -71,11 +73,13 @@ class Params(BaseModel):
         "(as soon as a compute thread is free: what arrived during the last batch)",
     )
     inflight: int = Field(
-        1,
+        2,
         ge=1,
         le=16,
         description="server: batches computed at once, one compute thread each; requests are gathered "
-        "while they compute",
+        "while they compute. 2: two single-threaded forward passes side by side beat one pass with two "
+        "intra-op threads, which stall whenever a busy core deschedules one of them "
+        "(docs/records/2026-11-25-inference-server.md)",
         json_schema_extra={"unit": "batches"},
     )
     server_threads: int = Field(

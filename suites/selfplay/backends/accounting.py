@@ -105,7 +105,10 @@ class Accounting:
             return
         spent = (end - start).sum(axis=0)
         self.probe.set("workers_cpu_pct", round(100.0 * float(spent[CPU_S]) / window, 1))
-        self.probe.set("client_wait_share", round(float(spent[WAIT_S]) / (window * end.shape[0]), 4))
+        # each worker publishes its clocks once a search step, so a window's ends are a step
+        # stale: a worker that waits all the time can read a hair over 1
+        share = float(spent[WAIT_S]) / (window * end.shape[0])
+        self.probe.set("client_wait_share", round(min(1.0, share), 4))
 
     def report_work(self) -> None:
         if self.probe.target_work is not None:
