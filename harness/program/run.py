@@ -12,12 +12,15 @@ from __future__ import annotations
 import os
 import queue
 import shlex
+import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from harness.probe import Probe, SuiteError, resolve_workers
 from harness.readers import Feed, file_readers, line_readers
@@ -91,11 +94,13 @@ def run_program(params, probe: Probe) -> None:
             if line is None:
                 open_streams -= 1
                 continue
-            if not line and proc.poll() is not None:
+            if proc.poll() is not None:
                 # The program has exited; a child it left behind may hold its output open
-                # forever, so its last lines get EXIT_DRAIN_S, not until end of file.
+                # (and write to it) forever: its last lines get EXIT_DRAIN_S of quiet, or
+                # the grace period, not until end of file.
                 exited_at = exited_at or time.monotonic()
-                if time.monotonic() - exited_at > EXIT_DRAIN_S:
+                quiet_long = not line and time.monotonic() - exited_at > EXIT_DRAIN_S
+                if quiet_long or time.monotonic() - exited_at > params.stop_grace_s:
                     break
             if line:
                 _handle(probe, feed, line)
@@ -103,7 +108,7 @@ def run_program(params, probe: Probe) -> None:
                 feed.poll_files()
                 next_poll = time.monotonic() + FILE_POLL_S
             if not stopped_by_us and probe.should_stop():
-                proc.terminate()
+                signal_tree(proc.pid, signal.SIGTERM)  # a trainer's workers too: not all die with it
                 stopped_by_us = True
                 stopped_at = time.monotonic()
             elif stopped_by_us and proc.poll() is None and time.monotonic() - stopped_at > params.stop_grace_s:
@@ -114,12 +119,28 @@ def run_program(params, probe: Probe) -> None:
         proc.wait()
         code = None
     finally:
+        signal_tree(proc.pid, signal.SIGKILL)
         if proc.poll() is None:
-            proc.kill()
             proc.wait()
         feed.finish()
     if code not in (0, None) and not stopped_by_us:
         raise SuiteError(f"{argv[0]} exited with code {code}")
+
+
+def signal_tree(pid: int, sig: int) -> None:
+    """Signal the program and every process it started (what `timeout` does to a group,
+    without leaving the cell's group: an A/B stops and continues the cell's whole group).
+    Sample Factory's learner and rollout workers outlive a SIGTERM to its main process."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return
+    for p in procs:
+        try:
+            p.send_signal(sig)
+        except psutil.Error:
+            pass
 
 
 def _declared_counter(specs: str) -> str | None:

@@ -2,9 +2,11 @@
 
 A monotone counter's new value becomes `probe.count(name, new - last)`, so the probe's
 windowed rate, automatic warm-up, drift and A/B slices read a program's own progress as
-they read a suite's. A counter that goes back (a progress bar restarting each epoch, a
-program restarting its count) starts a new run of it: its new value counts in full. The
-finest counter is declared the headline (`probe.declare_rate`).
+they read a suite's. A counter counts once it has grown (a hyperparameter printed once,
+`n_steps=32`, never does); the first counter to grow restarts the probe's warm-up, so a
+program's start-up (imports, environments, workers) is left out of its warm-up. A counter
+that goes back (a progress bar restarting each epoch) starts a new run of it: its new
+value counts in full. The finest counter is declared the headline (`probe.declare_rate`).
 
 The program's own printed rate (`fps`, `it/s`) is kept as `printed_<name>`, its median over
 the measured window, and held against the counter of the same unit: `fps = steps /
@@ -18,6 +20,7 @@ wins (`Total num frames: 12345` is one counter, not two).
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from collections import Counter, defaultdict
@@ -27,6 +30,7 @@ from typing import Any
 from harness.readers.protocol import FileReader, LineReader, Reading
 from harness.readers.words import rank, unit_of
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours and cursor moves of loggers and bars
 DISAGREE = 0.10  # |printed / counted - 1| beyond this is reported
 _STEP_LIKE = {"frames", "samples", "timesteps", "steps", "transitions"}
 _FPS_LIKE = {"fps", "sps", "steps_per_second", "samples_per_second", "frames_per_second"}
@@ -51,6 +55,7 @@ class Feed:
         self.lines_recognised = 0
         self.by_reader: dict[str, Counter[str]] = defaultdict(Counter)  # reader -> "kind name" -> readings
         self._last: dict[str, float] = {}
+        self._grown: list[str] = []  # counters seen to grow, in the order they did
         self._counted: dict[str, list[tuple[float, float, str]]] = defaultdict(list)  # (t, total, phase)
         self._totals: dict[str, float] = defaultdict(float)
         self._printed: dict[str, list[tuple[float, str]]] = defaultdict(list)  # (value, phase)
@@ -59,6 +64,8 @@ class Feed:
     def line(self, text: str) -> bool:
         """One line of the program's output; True when some reader recognised it."""
         self.lines_read += 1
+        if "\x1b" in text:
+            text = _ANSI.sub("", text)
         taken: list[Reading] = []
         for reader in self.line_readers:
             fresh = [r for r in reader.read(text) if not _duplicate(r, taken)]
@@ -95,20 +102,30 @@ class Feed:
                     self.probe.set(reading.name, reading.value)
 
     def _count(self, reading: Reading, now: float, phase: str) -> None:
+        """A counter counts from its second value on, once it has grown: a number a counter's
+        word labels once (`n_steps=32` in a printed config) is not progress."""
         last = self._last.get(reading.name)
-        delta = reading.value - last if last is not None and reading.value >= last else reading.value
         self._last[reading.name] = reading.value
+        if last is None:
+            return
+        delta = reading.value - last if reading.value >= last else reading.value
+        if reading.name not in self._grown:
+            if delta <= 0:
+                return
+            self._grown.append(reading.name)
+            if len(self._grown) == 1 and self.probe.current_phase != "stopped":
+                self.probe.phase("warmup")  # the program's start-up (imports, envs) is not its warm-up
         self._totals[reading.name] += delta
         self._counted[reading.name].append((now, self._totals[reading.name], phase))
         if delta:
             self.probe.count(reading.name, delta)
-        self._choose_headline(reading.name)
+        self._choose_headline()
 
-    def _choose_headline(self, counter: str) -> None:
+    def _choose_headline(self) -> None:
         if self.fixed_headline is not None:
-            best = self.fixed_headline if self.fixed_headline in self._last else None
+            best = self.fixed_headline if self.fixed_headline in self._grown else None
         else:
-            best = min(self._last, key=lambda name: (rank(name), list(self._last).index(name)))
+            best = min(self._grown, key=lambda name: (rank(name), self._grown.index(name)))
         if best is not None and best != self.headline:
             self.headline = best
             self.probe.declare_rate(best)
@@ -125,7 +142,7 @@ class Feed:
         self.probe.set("progress_lines", self.lines_read)
         self.probe.set("progress_lines_recognised", self.lines_recognised)
         self.probe.set("progress_recognised", self.recognised())
-        if not self._last:
+        if not self._grown:
             self.probe.warn(self._nothing_counted())
 
     def _compare(self, printed_name: str, printed: float) -> None:
@@ -148,7 +165,7 @@ class Feed:
         or for a unitless frame rate (`fps`, `SPS`) the headline when it counts steps or frames."""
         stem = printed_name.removeprefix("printed_")
         unit = unit_of(stem.removesuffix("_per_s"))
-        same = [c for c in self._last if unit_of(c) == unit]
+        same = [c for c in self._grown if unit_of(c) == unit]
         if same:
             return min(same, key=rank)
         if stem in _FPS_LIKE and self.headline and unit_of(self.headline) in _STEP_LIKE:

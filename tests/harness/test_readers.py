@@ -90,11 +90,15 @@ class FakeProbe:
     current_phase = "measure"
     target = None
 
+    def phase(self, name):
+        self.phases.append(name)
+
     def __init__(self):
         self.counts: dict[str, float] = {}
         self.values: dict[str, float] = {}
         self.warnings: list[str] = []
         self.declared: list[str] = []
+        self.phases: list[str] = []
 
     def count(self, name, n):
         self.counts[name] = self.counts.get(name, 0) + n
@@ -115,13 +119,16 @@ class FakeProbe:
 def test_feed_counts_deltas_restarts_and_takes_a_line_once():
     probe, t = FakeProbe(), [0.0]
     feed = Feed(probe, line_readers(), clock=lambda: t[0])
+    feed.line("Info: (n_steps=32 and n_envs=2)")  # a config value, said once: no counter
     for n in (100, 200, 300, 50, 150):  # a bar that restarts: 300 then a new run of 150
         feed.line(f"{n}/1000 [00:01<00:09, 100.00it/s]")
         t[0] += 1
-    assert probe.counts["iterations"] == 450
-    feed.line("Total num frames: 12345")  # two readers see it: one counter
-    assert probe.counts.get("frames") == 12345 and "total_num_frames" not in probe.counts
-    assert probe.declared[-1] == "frames"  # finer than iterations: the headline
+    assert probe.counts["iterations"] == 350  # counted from the first value on
+    assert probe.phases == ["warmup"]  # the first growth restarts the warm-up, once
+    for frames in (12345, 12400):  # two readers see each: one counter; colours dropped
+        feed.line(f"\x1b[37m\x1b[1mTotal num frames: {frames}\x1b[0m")
+    assert probe.counts == {"iterations": 350, "frames": 55}
+    assert probe.declared == ["iterations", "frames"]  # frames are finer: the headline
 
 
 def test_feed_reports_a_running_average_that_disagrees_with_the_counter():
@@ -135,7 +142,8 @@ def test_feed_reports_a_running_average_that_disagrees_with_the_counter():
         feed.line(f"|    fps             | {steps / second:.0f} |")  # since the start
     feed.finish()
     assert probe.values["printed_fps"] > 70  # the median of a slowly sinking average
-    assert probe.values["printed_fps_vs_counted"] == pytest.approx(probe.values["printed_fps"] / (1400 / 19), rel=0.01)
+    assert probe.values["printed_fps_vs_counted"] == pytest.approx(probe.values["printed_fps"] / (1300 / 18), rel=0.01)
+    assert probe.counts["total_timesteps"] == 1500 - 100
     assert any("average since the start" in w for w in probe.warnings)
     assert "table: counter total_timesteps x20, rate printed_fps x20" in probe.values["progress_recognised"]
 

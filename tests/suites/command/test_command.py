@@ -1,4 +1,5 @@
 import sys
+import time
 import textwrap
 
 import pytest
@@ -46,3 +47,31 @@ def test_missing_placeholder_and_failing_program_are_clear_errors(tmp_path):
         run(Params(argv=f"{sys.executable} -c 'raise SystemExit(4)'"), Probe(target_work=1))
     with pytest.raises(SuiteError, match="cannot start"):
         run(Params(argv="/no/such/program"), Probe(target_work=1))
+
+
+def test_the_programs_workers_are_stopped_with_it(tmp_path):
+    """A trainer whose worker outlives a SIGTERM to the main process (as Sample Factory's
+    do) and keeps writing to the shared output: the cell still ends, the worker with it."""
+    import psutil
+
+    script = tmp_path / "trainer.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import subprocess, sys, time
+            worker = subprocess.Popen([sys.executable, "-c",
+                "import time\\nn = 0\\nwhile True:\\n    n += 1\\n    print(f'step {n}', flush=True)\\n    time.sleep(0.01)"])
+            print(f"worker pid {worker.pid}", flush=True)
+            while True:
+                time.sleep(1)
+            """
+        )
+    )
+    probe = Probe(duration_s=1.0)
+    started = time.monotonic()
+    run(Params(argv=f"{sys.executable} {script}"), probe)
+    assert time.monotonic() - started < 8  # the worker's lines did not hold the cell open
+    m = probe.finish()
+    assert m["steps_per_s"] > 10
+    survivors = [p for p in psutil.process_iter(["cmdline"]) if "print(f'step" in " ".join(p.info["cmdline"] or [])]
+    assert not survivors, survivors
