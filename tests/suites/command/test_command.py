@@ -1,6 +1,6 @@
 import sys
-import time
 import textwrap
+import time
 
 import pytest
 
