@@ -30,8 +30,13 @@ EXIT_DRAIN_S = 1.0
 FILE_POLL_S = 0.5
 
 
+def placeholders(params) -> dict[str, Any]:
+    """What `{key}` in the command and the progress-file globs stands for."""
+    return {**(params.model_extra or {}), "workers": resolve_workers(params.workers)}
+
+
 def build_argv(params) -> list[str]:
-    values: dict[str, Any] = {**(params.model_extra or {}), "workers": resolve_workers(params.workers)}
+    values = placeholders(params)
     if not params.argv.strip():
         raise SuiteError("suite 'command' needs a program: harness sweep -- python train.py --workers {workers}")
     try:
@@ -67,7 +72,13 @@ def _pump(stream, lines: queue.Queue) -> None:
 
 def run_program(params, probe: Probe) -> None:
     argv = build_argv(params)
-    feed = Feed(probe, line_readers(params.progress), file_readers(params.progress_files, Path.cwd()),
+    try:
+        files = params.progress_files.format_map(placeholders(params))
+    except (KeyError, ValueError) as exc:
+        raise SuiteError(
+            f"progress_files {params.progress_files!r}: {exc}; its {{key}} are the cell's params"
+        ) from None
+    feed = Feed(probe, line_readers(params.progress), file_readers(files, Path.cwd()),
                 headline=_declared_counter(params.progress))  # fmt: skip
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     try:

@@ -8,6 +8,7 @@ counter, `time/fps` a printed rate, `rollout/ep_rew_mean` a value); empty cells 
 from __future__ import annotations
 
 import csv
+import time
 from pathlib import Path
 
 from harness.readers.files import matching
@@ -29,11 +30,12 @@ class CsvFile:
     def __init__(self, pattern: str, cwd: Path) -> None:
         self.pattern = pattern
         self.cwd = cwd
+        self.since = time.time()
         self._files: dict[Path, _Followed] = {}
 
     def poll(self) -> list[Reading]:
         readings: list[Reading] = []
-        for path in matching(self.pattern, self.cwd):
+        for path in matching(self.pattern, self.cwd, self.since):
             state = self._files.setdefault(path, _Followed())
             try:
                 with open(path, "rb") as fh:

@@ -56,6 +56,7 @@ class Feed:
         self.by_reader: dict[str, Counter[str]] = defaultdict(Counter)  # reader -> "kind name" -> readings
         self._last: dict[str, float] = {}
         self._grown: list[str] = []  # counters seen to grow, in the order they did
+        self._source: dict[str, str] = {}  # counter -> where it is read from (the output, a file reader)
         self._counted: dict[str, list[tuple[float, float, str]]] = defaultdict(list)  # (t, total, phase)
         self._totals: dict[str, float] = defaultdict(float)
         self._printed: dict[str, list[tuple[float, str]]] = defaultdict(list)  # (value, phase)
@@ -84,14 +85,17 @@ class Feed:
             readings = reader.poll()
             for reading in readings:
                 self.by_reader[reader.name][f"{reading.kind} {reading.name}"] += 1
-            self.apply(readings)
+            self.apply(readings, source=reader.name)
 
-    def apply(self, readings: Sequence[Reading]) -> None:
+    def apply(self, readings: Sequence[Reading], source: str = "output") -> None:
         now = self.clock()
         phase = self.probe.current_phase
         for reading in readings:
             if reading.kind == "counter":
-                self._count(reading, now, phase)
+                # a counter is read from one source: CleanRL prints global_step and writes it as
+                # its event files' step, at other moments; mixed, the two would look like restarts
+                if self._source.setdefault(reading.name, source) == source:
+                    self._count(reading, now, phase)
             elif reading.kind == "rate":
                 self._printed[reading.name].append((reading.value, phase))
             else:

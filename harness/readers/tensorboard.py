@@ -10,10 +10,11 @@ flushes (SummaryWriter: every 10 events or 120 s). Needs the `tensorboard` packa
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
-from harness.readers.files import matching
+from harness.readers.files import expand, written_since
 from harness.readers.protocol import Reading
 from harness.readers.words import reading_kind_name
 
@@ -37,6 +38,7 @@ class TensorBoardEvents:
         self.loader_class = _loader_class()
         self.pattern = pattern
         self.cwd = cwd
+        self.since = time.time()
         self._loaders: dict[Path, Any] = {}
         self.events = 0
         self.scalars = 0
@@ -53,20 +55,15 @@ class TensorBoardEvents:
         return readings
 
     def _event_files(self) -> list[Path]:
-        found = matching(self.pattern, self.cwd)
-        if len(found) == 1 and found[0].name.startswith("events.out.tfevents"):
-            return found
-        # a directory pattern: the event files anywhere under what it matched
-        dirs = [p for p in found if "tfevents" in p.name] + [
-            f for d in self._dirs() for f in d.rglob("events.out.tfevents.*") if f.is_file()
-        ]
-        return sorted(set(dirs))
-
-    def _dirs(self) -> list[Path]:
-        import glob
-
-        full = self.pattern if Path(self.pattern).is_absolute() else str(self.cwd / self.pattern)
-        return [Path(p) for p in glob.glob(full, recursive=True) if Path(p).is_dir()]
+        """Event files the pattern names, or that lie under a directory it names (hidden ones
+        too: Sample Factory writes to `.summary/`), written since the reader was made."""
+        found: set[Path] = set()
+        for path in expand(self.pattern, self.cwd):
+            if path.is_dir():
+                found.update(f for f in path.rglob("events.out.tfevents.*") if f.is_file())
+            elif "tfevents" in path.name:
+                found.add(path)
+        return sorted(f for f in found if f in self._loaders or written_since(f, self.since))
 
     def _scalars(self, event: Any) -> list[Reading]:
         if not event.HasField("summary"):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import time
 
 import pytest
 
@@ -13,6 +15,7 @@ from harness.readers.csvfile import CsvFile
 from harness.readers.pairs import Pairs
 from harness.readers.pattern import Pattern
 from harness.readers.progress_bar import ProgressBar
+from harness.readers.protocol import Reading
 from harness.readers.sentences import Sentences
 from harness.readers.table import Table
 from harness.readers.words import kind_of, rank
@@ -148,6 +151,17 @@ def test_feed_reports_a_running_average_that_disagrees_with_the_counter():
     assert "table: counter total_timesteps x20, rate printed_fps x20" in probe.values["progress_recognised"]
 
 
+def test_a_counter_is_read_from_one_source():
+    """CleanRL prints global_step and writes it as its events' step, at other moments."""
+    probe, feed = FakeProbe(), None
+    feed = Feed(probe, line_readers())
+    feed.apply([Reading("global_step", 26, "counter")], source="output")
+    feed.apply([Reading("global_step", 256, "counter")], source="tensorboard")
+    feed.apply([Reading("global_step", 46, "counter")], source="output")
+    feed.apply([Reading("global_step", 512, "counter")], source="tensorboard")
+    assert probe.counts == {"global_step": 20}
+
+
 def test_feed_says_why_there_is_no_rate():
     probe = FakeProbe()
     feed = Feed(probe, line_readers())
@@ -181,6 +195,11 @@ def test_tensorboard_event_files_read_with_tensorboards_loader(tmp_path):
     pytest.importorskip("tensorboard")
     from torch.utils.tensorboard import SummaryWriter
 
+    old = SummaryWriter(str(tmp_path / "runs" / "an_earlier_run"))
+    old.add_scalar("charts/SPS", 5.0, 99999)
+    old.close()
+    for f in (tmp_path / "runs" / "an_earlier_run").iterdir():
+        os.utime(f, (time.time() - 3600, time.time() - 3600))  # written an hour ago: not this run's
     (reader,) = file_readers("runs", tmp_path)
     assert reader.poll() == []
     writer = SummaryWriter(str(tmp_path / "runs" / "exp1"))
