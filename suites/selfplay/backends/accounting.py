@@ -140,6 +140,9 @@ def observe_server_stats(probe: Probe, stats: dict) -> None:
     if window > 0:
         probe.set("server_idle_share", round(stats["idle_s"] / window, 4))
         probe.set("server_cpu_pct", round(100.0 * stats["cpu_s"] / window, 1))
+        # forward passes' wall seconds summed over the compute threads (up to inflight x 100 %):
+        # next to server_cpu_pct it tells a slow forward pass (contended cores) from overhead
+        probe.set("server_compute_pct", round(100.0 * stats["compute_s"] / window, 1))
         achieved = stats["positions_recorded"] / window
         roofline = stats.get("roofline_evals_per_s")
         if roofline:

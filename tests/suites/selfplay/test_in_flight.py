@@ -95,11 +95,16 @@ def test_server_threads_are_the_cores_the_workers_leave():
 
 @pytest.mark.parametrize(
     "knobs",
-    [{"games_per_worker": 3, "inflight": 2, "gather": "first"}, {"games_per_worker": 2, "gather": "full"}],
+    [
+        {"games_per_worker": 3, "inflight": 2, "gather": "first"},
+        {"games_per_worker": 2, "inflight": 1, "gather": "full", "server_threads": 2},  # a spawned server
+    ],
 )
 def test_a_server_cell_with_games_in_flight_accounts_every_game(knobs):
     metrics = run(Probe(target_work=5), backend="server", workers=2, **TINY, **knobs)
     assert_valid_games(metrics, 5)
+    assert metrics["server_threads_used"] == knobs.get("server_threads", 1)
+    assert metrics["server_start_method"] == ("spawn" if knobs.get("server_threads", 1) > 1 else "fork")
     assert metrics["work_requested"] == metrics["work_done"] == 5
     assert metrics["workers_with_torch"] == 0
 
@@ -108,5 +113,6 @@ def test_a_server_cell_records_its_idle_shares_and_efficiency():
     metrics = run(Probe(duration_s=0.8, warmup_s=0.2), backend="server", workers=2, games_per_worker=2, **TINY)
     assert 0 <= metrics["server_idle_share"] <= 1 and 0 <= metrics["client_wait_share"] <= 1
     assert metrics["server_cpu_pct"] > 0 and metrics["workers_cpu_pct"] > 0
+    assert 0 < metrics["server_compute_pct"] <= 100 * Params().inflight * 1.01
     assert metrics["roofline_evals_per_s_at_batch"] > 0 and metrics["server_efficiency_pct"] > 0
     assert metrics["server_threads_used"] >= 1
