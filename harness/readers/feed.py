@@ -8,7 +8,8 @@ program's start-up (imports, environments, workers) is left out of its warm-up. 
 that goes back (a progress bar restarting each epoch) starts a new run of it: its new
 value counts in full. The finest counter is declared the headline (`probe.declare_rate`).
 
-The program's own printed rate (`fps`, `it/s`) is kept as `printed_<name>`, its median over
+A logged value (a loss, an episode return) is recorded from its second sighting on: one
+said once is configuration, not a series. The program's own printed rate (`fps`, `it/s`) is kept as `printed_<name>`, its median over
 the measured window, and held against the counter of the same unit: `fps = steps /
 time_elapsed` is a running average since the start, which hides drift and mixes warm-up
 into the window, so a disagreement beyond DISAGREE is said in a warning and
@@ -31,6 +32,7 @@ from harness.readers.protocol import FileReader, LineReader, Reading
 from harness.readers.words import rank, unit_of
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours and cursor moves of loggers and bars
+SHOWN_VALUES = 4  # value names listed in progress_recognised, of however many
 DISAGREE = 0.10  # |printed / counted - 1| beyond this is reported
 _STEP_LIKE = {"frames", "samples", "timesteps", "steps", "transitions"}
 _FPS_LIKE = {"fps", "sps", "steps_per_second", "samples_per_second", "frames_per_second"}
@@ -56,6 +58,7 @@ class Feed:
         self.by_reader: dict[str, Counter[str]] = defaultdict(Counter)  # reader -> "kind name" -> readings
         self._last: dict[str, float] = {}
         self._grown: list[str] = []  # counters seen to grow, in the order they did
+        self._values_seen: set[str] = set()
         self._source: dict[str, str] = {}  # counter -> where it is read from (the output, a file reader)
         self._counted: dict[str, list[tuple[float, float, str]]] = defaultdict(list)  # (t, total, phase)
         self._totals: dict[str, float] = defaultdict(float)
@@ -81,8 +84,13 @@ class Feed:
         return bool(taken)
 
     def poll_files(self) -> None:
-        for reader in self.file_readers:
-            readings = reader.poll()
+        for reader in list(self.file_readers):
+            try:
+                readings = reader.poll()
+            except Exception as exc:  # noqa: BLE001 - a file we cannot read must not end the user's run
+                self.file_readers.remove(reader)
+                self.probe.warn(f"stopped reading {reader.describe()}: {type(exc).__name__}: {exc}")
+                continue
             for reading in readings:
                 self.by_reader[reader.name][f"{reading.kind} {reading.name}"] += 1
             self.apply(readings, source=reader.name)
@@ -102,8 +110,10 @@ class Feed:
                 target = self.probe.target
                 if target is not None and target.metric == reading.name:
                     self.probe.quality(reading.name, reading.value)
-                else:
+                elif reading.name in self._values_seen:
                     self.probe.set(reading.name, reading.value)
+                else:  # a value said once is configuration (Sample Factory prints ~150 at start)
+                    self._values_seen.add(reading.name)
 
     def _count(self, reading: Reading, now: float, phase: str) -> None:
         """A counter counts from its second value on, once it has grown: a number a counter's
@@ -183,11 +193,16 @@ class Feed:
         return (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
 
     def recognised(self) -> str:
-        """`table: counter total_timesteps x40, rate printed_fps x40; ...` plus the files read."""
+        """`table: counter total_timesteps x40, rate printed_fps x40, 12 values (approx_kl, ...)`
+        per reader, plus the files read: why a rate is, or is not, there."""
         parts = []
         for reader, seen in sorted(self.by_reader.items()):
-            items = ", ".join(f"{key} x{n}" for key, n in sorted(seen.items()))
-            parts.append(f"{reader}: {items}")
+            items = [f"{key} x{n}" for key, n in sorted(seen.items()) if not key.startswith("value ")]
+            values = sorted(key.removeprefix("value ") for key in seen if key.startswith("value "))
+            if values:
+                shown = ", ".join(values[:SHOWN_VALUES]) + (", ..." if len(values) > SHOWN_VALUES else "")
+                items.append(f"{len(values)} value{'s' if len(values) > 1 else ''} ({shown})")
+            parts.append(f"{reader}: {', '.join(items)}")
         parts += [reader.describe() for reader in self.file_readers]
         return "; ".join(parts) or "nothing"
 

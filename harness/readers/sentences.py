@@ -13,7 +13,7 @@ import re
 from harness.readers.protocol import Reading
 from harness.readers.words import COUNTER_WORDS, counter_name, kind_of, snake
 
-_COUNT = r"(?<![\d.,])\d[\d,]*(?![\d.,]|\s*/\s*\d|\s*%)"
+_COUNT = r"(?<![\d.,])\d[\d,]*(?![\d,]|\.\d|\s*/\s*\d|\s*%)"
 _WORD_THEN_COUNT = re.compile(rf"\b(?P<word>[A-Za-z][A-Za-z_]*)\s*[#:=]?\s*(?P<n>{_COUNT})")
 _COUNT_THEN_WORD = re.compile(rf"(?P<n>{_COUNT})\s+(?P<word>[A-Za-z][A-Za-z_]*)\b(?!\s*/)")
 _VALUE = r"(?P<value>\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?)"

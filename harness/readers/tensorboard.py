@@ -93,7 +93,8 @@ def _scalar(value: Any) -> float | None:
         from tensorboard.util import tensor_util
 
         array = tensor_util.make_ndarray(value.tensor)
-        return float(array) if array.size == 1 else None
+        # a text summary (CleanRL's hyperparameters table) is a tensor of strings
+        return float(array.reshape(())) if array.size == 1 and array.dtype.kind in "biuf" else None
     if value.HasField("simple_value"):
         return float(value.simple_value)
     return None

@@ -63,6 +63,7 @@ def test_sentences_counters_beside_rates():
     assert per_min["games"] == ("counter", 12) and per_min["printed_games_per_s"][1] == pytest.approx(68.3 / 60)
     assert found(s, "4 workers started, lr 3e-4, 33.4% done") == {}
     assert found(s, "12/100 done") == {}
+    assert found(s, "Fps is (10 sec: 409.7). Total num frames: 2048. Samples: 2571.")["frames"] == ("counter", 2048)
 
 
 def test_pairs_leave_clock_times_and_window_labels_alone():
@@ -203,6 +204,7 @@ def test_tensorboard_event_files_read_with_tensorboards_loader(tmp_path):
     (reader,) = file_readers("runs", tmp_path)
     assert reader.poll() == []
     writer = SummaryWriter(str(tmp_path / "runs" / "exp1"))
+    writer.add_text("hyperparameters", "|param|value|")  # CleanRL's: a tensor of strings, not a scalar
     for step in (100, 200):
         writer.add_scalar("charts/SPS", 1000.0, step)
         writer.add_scalar("charts/episodic_return", 20.0 + step, step)
