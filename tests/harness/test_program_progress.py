@@ -60,3 +60,19 @@ def test_a_sweep_of_a_running_average_program_finds_the_drift_and_the_disagreeme
     assert metrics["printed_fps_vs_counted"] > 1.1  # the average since the start lags the halving
     assert any("average since the start" in w for w in record["warnings"])
     assert "DRIFT" in done.stdout and "total_timesteps_per_s falls" in done.stdout
+
+
+def test_a_logged_value_is_a_quality_target(tmp_path, monkeypatch):
+    """`--target loss<=0.01` on a program that logs its loss: the cell stops once it is met,
+    and the record has the time to target. The command suite accepts a target on any key."""
+    from harness.matrix import Overrides, Spec, apply_overrides, expand
+    from harness.targets import Target
+
+    spec = apply_overrides(Spec(), Overrides(suite="command", axes={"argv": ["python p.py"]}, target="loss<=0.01"))
+    assert expand(spec)[0].target == "loss<=0.01"
+    monkeypatch.chdir(tmp_path)
+    probe = Probe(duration_s=60.0, target=Target.parse("loss<=0.01"), target_every_s=0.0)
+    run(Params(argv=f"{sys.executable} {PROGRAMS / 'progress_formats.py'} json"), probe)
+    m = probe.finish()
+    assert m["target_reached"] == 1 and 0 < m["time_to_target_s"] < 30
+    assert m["loss"] <= 0.01
