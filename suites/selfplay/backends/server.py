@@ -18,9 +18,11 @@ from suites.selfplay.workers import Shared, client_worker
 
 def server_threads(asked: int, workers: int, inflight: int, cores: int | None = None) -> int:
     """Torch intra-op threads of the server: `asked`, or (0) the cores the cell may run on
-    that its workers leave, split over the batches computed at once, at least 1. A worker
-    is counted as a core: with several games in flight it rarely waits (see the record's
-    `client_wait_share`), and a server thread that spins on a core a worker needs costs both."""
+    that its workers leave, split over the batches computed at once, at least 1. Counting a
+    worker as a core is conservative (with the 6x64 net, eight workers used 7-18 % of one core
+    between them), but a pass whose intra-op threads outnumber the free cores stalls at every
+    barrier whenever one of its cores is taken (docs/records/2026-11-25-inference-server.md),
+    so the server asks only for cores nobody else in the cell wants."""
     if asked:
         return asked
     cores = len(os.sched_getaffinity(0)) if cores is None else cores
