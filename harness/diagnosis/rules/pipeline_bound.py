@@ -21,8 +21,12 @@ from harness.diagnosis.findings import Finding
 from harness.diagnosis.view import RunView
 
 RULE = "PIPELINE_BOUND"
-BUSY_WAIT_SHARE = 0.5  # a side that waits half the time or more is held up by the other
-CALM_SHARE = 0.2  # ... while the other waits less than a fifth of it
+# a side that waits half the time or more is held up by the other, while the other waits
+# less than a fifth of it; the self-play server cells of docs/records/2026-11-25-inference-server.md
+# (a 6x64 net on about one core) read server idle 0-0.20 and clients waiting 0.95-0.99, its
+# quick cell (2x32 net, 2 workers) 0.27-0.35 and 0.61-0.82: the first server-bound, the second neither
+BUSY_WAIT_SHARE = 0.5
+CALM_SHARE = 0.2
 REMEDIES = {
     "pipeline.serial": "keep more requests in flight per client, so that clients work while the server computes",
     "pipeline.worker_bound": "more clients or more requests in flight per client, or fire batches sooner",
