@@ -276,7 +276,7 @@ class Probe:
 
         Called on every `should_stop()`, which a suite may call per unit of work, so the
         steady test runs only when a new period's point arrives, on the last window: judged
-        on every call, its cost fell on the very rate it judged (docs/benchmarks.md, "What
+        on every call, its cost fell on the very rate it judged (docs/records/2026-11-23-ab-gate.md, "What
         the gate caught")."""
         elapsed = now - self._warmup_started
         steady = self._steady

@@ -209,7 +209,7 @@ def run_all(
     return results
 
 
-# Exit codes of `harness ab` (and `harness gate --against`): README, "Exit codes".
+# Exit codes of `harness ab` (and `harness gate --against`): docs/guide/ab-and-gates.md.
 EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED = 0, 1, 3
 
 
