@@ -76,3 +76,22 @@ def test_a_logged_value_is_a_quality_target(tmp_path, monkeypatch):
     m = probe.finish()
     assert m["target_reached"] == 1 and 0 < m["time_to_target_s"] < 30
     assert m["loss"] <= 0.01
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--progress", r"After \d+", "--", "python", "x.py"], "no named group"),
+        (["--progress-file", "runs"], "give it after --"),
+        (["--suite", "synthetic", "--", "python", "x.py"], "exclude each other"),
+        (["--"], "nothing after --"),
+    ],
+)
+def test_a_program_on_the_command_line_is_checked_before_anything_runs(args, says, tmp_path):
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    result = CliRunner().invoke(app, ["sweep", "--out", str(tmp_path), *args])
+    assert result.exit_code == 2 and says in result.output, result.output
+    assert not list(tmp_path.iterdir())  # nothing recorded, nothing run
