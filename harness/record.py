@@ -162,14 +162,20 @@ def group_by_cell(records: Iterable[Record]) -> list[CellGroup]:
     return list(groups.values())
 
 
-def cell_label(suite: str, params: dict[str, Any]) -> str:
-    """'kind=spin,workers=2': the params not at their suite's defaults (all of them when
-    the suite is not installed here), sorted, so a cell has the same name in every run,
-    report, comparison and gate."""
+def explicit_params(suite: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The params not at their suite's defaults (all of them when the suite is not installed
+    here): what names a cell, and what another revision of the suite is asked to run (its
+    own defaults, knobs it does not have included, are part of its code)."""
     from harness.registry import suite_defaults
 
     defaults = suite_defaults(suite)
-    shown = {k: v for k, v in params.items() if defaults is None or defaults.get(k, object()) != v}
+    return {k: v for k, v in params.items() if defaults is None or defaults.get(k, object()) != v}
+
+
+def cell_label(suite: str, params: dict[str, Any]) -> str:
+    """'kind=spin,workers=2': the explicit params, sorted, so a cell has the same name in
+    every run, report, comparison and gate."""
+    shown = explicit_params(suite, params)
     return ",".join(f"{k}={v}" for k, v in sorted(shown.items())) or "defaults"
 
 

@@ -51,6 +51,7 @@ from harness import interrupts
 from harness.ab.revisions import Side
 from harness.matrix import Cell
 from harness.processes import alive, child_env, describe_processes, kill_tree, log_tail, marked_processes, tree
+from harness.record import explicit_params
 from harness.vocabulary import Vocabulary
 
 # The child runs for a duration, not a fixed amount of work, however the cell was budgeted;
@@ -173,7 +174,9 @@ class Instance:
         self.scratch.unlink(missing_ok=True)
         spec = {
             "suite": cell.suite,
-            "params": cell.params,
+            # each side fills in its own defaults: a knob the base revision lacks (added at
+            # its default since) would otherwise make the base refuse the cell
+            "params": explicit_params(cell.suite, cell.params),
             "duration": CHILD_DURATION_S,
             "warmup": CHILD_WARMUP_S,
             "work": None,
