@@ -34,7 +34,7 @@ import numpy as np
 
 from harness.baselines import Snapshot
 from harness.errors import UserError
-from harness.record import CellGroup
+from harness.record import CellGroup, explicit_params
 from harness.registry import discover, vocabulary_of
 from harness.stats import ratio_of_medians, verdict
 
@@ -105,9 +105,12 @@ def is_throughput(cell: CellGroup, metric: str) -> bool:
 
 # ---------------------------------------------------------------------- matching
 def match_key(cell: CellGroup, ignore: list[str]) -> str:
+    """A cell is the same cell in a baseline and a run when its explicit params agree (those
+    not at the suite's defaults here): a knob added since the baseline was saved, at its
+    default, does not make the baseline's cell go missing; a changed default does."""
     import json
 
-    params = {k: v for k, v in cell.params.items() if k not in ignore}
+    params = {k: v for k, v in explicit_params(cell.suite, cell.params).items() if k not in ignore}
     return json.dumps([cell.suite, params], sort_keys=True, default=str)
 
 

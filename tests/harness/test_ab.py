@@ -221,3 +221,14 @@ def test_positional_arguments_and_options(tmp_path):
                 "pairs": None, "seed": None, "warmup_pairs": None, **bad}  # fmt: skip
         with pytest.raises(UserError):
             build_options(**args)
+
+
+def test_each_side_gets_the_cells_explicit_params_and_fills_in_its_own_defaults():
+    """A knob added since the base revision, at its default, must not reach the base (it
+    would refuse the cell as an unknown key); what the cell names explicitly does."""
+    from harness.matrix import Overrides, Spec, apply_overrides, expand
+    from harness.record import explicit_params
+
+    (cell,) = expand(apply_overrides(Spec(), Overrides(suite="synthetic", axes={"workers": [2]})))
+    assert len(cell.params) > 1  # complete: every default filled in
+    assert explicit_params(cell.suite, cell.params) == {"workers": 2}
