@@ -78,8 +78,8 @@ def run_program(params, probe: Probe) -> None:
         raise SuiteError(
             f"progress_files {params.progress_files!r}: {exc}; its {{key}} are the cell's params"
         ) from None
-    feed = Feed(probe, line_readers(params.progress), file_readers(files, Path.cwd()),
-                headline=_declared_counter(params.progress))  # fmt: skip
+    lines = line_readers(params.progress)
+    feed = Feed(probe, lines, file_readers(files, Path.cwd()), headline=_declared_counter(lines))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     try:
         proc = subprocess.Popen(
@@ -154,12 +154,12 @@ def signal_tree(pid: int, sig: int) -> None:
             pass
 
 
-def _declared_counter(specs: str) -> str | None:
+def _declared_counter(readers: list) -> str | None:
     """The counter a --progress NAME= declares (the first), which stays the headline."""
-    from harness.readers import patterns
+    from harness.readers.pattern import Pattern
     from harness.readers.words import snake
 
-    return next((snake(p.counter) for p in patterns(specs) if p.counter), None)
+    return next((snake(r.counter) for r in readers if isinstance(r, Pattern) and r.counter), None)
 
 
 def _handle(probe: Probe, feed: Feed, line: str) -> None:

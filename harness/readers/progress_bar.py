@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from harness.readers.protocol import Reading
-from harness.readers.words import counter_name, snake
+from harness.readers.words import counter_name, per_second_name
 
 _NUM = r"\d[\d,]*(?:\.\d+)?[kMGT]?"
 _TQDM = re.compile(
@@ -42,9 +42,9 @@ class ProgressBar:
         counter = counter_name(unit)
         readings = [Reading(counter, number(groups["n"]), "counter")]
         if groups.get("rate") not in (None, "?"):
-            readings.append(Reading(f"printed_{snake(unit)}_per_s", number(groups["rate"]), "rate"))
+            readings.append(Reading(per_second_name(unit), number(groups["rate"]), "rate"))
         elif groups.get("inverse"):
             seconds = float(groups["inverse"])
             if seconds > 0:
-                readings.append(Reading(f"printed_{snake(unit)}_per_s", 1.0 / seconds, "rate"))
+                readings.append(Reading(per_second_name(unit), 1.0 / seconds, "rate"))
         return readings

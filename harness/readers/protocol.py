@@ -27,7 +27,9 @@ class Reading:
 
 
 class LineReader(Protocol):
-    """Reads one line of the program's output at a time."""
+    """Reads one line of the program's output at a time. A reader whose class sets
+    `exclusive = True` claims a line it found something in (a JSON object, a table row): the
+    readers after it do not see that line."""
 
     name: str
 

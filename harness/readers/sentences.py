@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from harness.readers.protocol import Reading
-from harness.readers.words import COUNTER_WORDS, counter_name, kind_of, snake
+from harness.readers.words import COUNTER_WORDS, counter_name, kind_of, per_second_name
 
 _COUNT = r"(?<![\d.,])\d[\d,]*(?![\d,]|\.\d|\s*/\s*\d|\s*%)"
 _WORD_THEN_COUNT = re.compile(rf"\b(?P<word>[A-Za-z][A-Za-z_]*)\s*[#:=]?\s*(?P<n>{_COUNT})")
@@ -57,5 +57,5 @@ class Sentences:
         readings = []
         for match in _PER_UNIT.finditer(line):
             seconds = _PER_SECONDS[match["per"].lower()]
-            readings.append(Reading(f"printed_{snake(match['unit'])}_per_s", _float(match["value"]) / seconds, "rate"))
+            readings.append(Reading(per_second_name(match["unit"]), _float(match["value"]) / seconds, "rate"))
         return readings

@@ -83,6 +83,12 @@ def value_name(key: str) -> str:
     return snake(leaf(key)) or "value"
 
 
+def per_second_name(unit: str) -> str:
+    """A printed rate with its unit, per second: `it` -> `printed_it_per_s` (feed.py reads
+    the unit back to pair the rate with its counter)."""
+    return f"printed_{snake(unit) or 'rate'}_per_s"
+
+
 def rate_name(key: str) -> str:
     """A printed rate's metric: `printed_<key>` (it is the program's number, not ours)."""
     return f"printed_{snake(leaf(key)) or 'rate'}"

@@ -223,3 +223,16 @@ def test_json_objects_flattened_and_our_own_messages_left_to_the_suite():
     assert found(json_reader, json.dumps({"global_step": 5, "perf": {"fps": 10.5}, "done": True})) == {
         "global_step": ("counter", 5), "printed_fps": ("rate", 10.5)}  # fmt: skip
     assert found(json_reader, json.dumps({"count": {"steps": 3}})) == {}
+
+
+def test_a_declared_counter_stays_the_headline():
+    """`--progress 'episodes=Ep (\\d+)'`: the user's counter is judged by, even beside a finer one."""
+    from harness.program.run import _declared_counter
+
+    readers = line_readers(r"episodes=Ep (\d+)")
+    probe = FakeProbe()
+    feed = Feed(probe, readers, headline=_declared_counter(readers))
+    for n in range(1, 4):
+        feed.line(f"Ep {n} step {100 * n}")
+    assert probe.counts == {"episodes": 2, "steps": 200}
+    assert probe.declared == ["episodes"]
