@@ -66,11 +66,12 @@ class Params(BaseModel):
         "too many games unfinished for a short window to count games",
         json_schema_extra={"unit": "games"},
     )
-    gather: Literal["full", "deadline", "first"] = Field(
+    gather: Literal["full", "deadline", "first", "share"] = Field(
         "deadline",
         description="server: when a batch fires besides a full batch (max_batch) or every playing client "
         "waiting: full (never otherwise), deadline (timeout_ms after the oldest request was sent), first "
-        "(as soon as a compute thread is free: what arrived during the last batch)",
+        "(as soon as a compute thread is free: what arrived during the last batch), share (once the waiting "
+        "clients are 1/inflight of the playing ones, or at the deadline: the clients take turns in inflight groups)",
     )
     inflight: int = Field(
         2,

@@ -7,7 +7,12 @@ waiting (no further request can arrive, so waiting longer is pure loss):
 - `full`: only then;
 - `deadline`: also once `timeout_ms` has passed since the oldest waiting request was sent;
 - `first`: also as soon as a compute thread is free: whatever arrived while the previous
-  batch was computed forms the next one (no waiting once one request is there).
+  batch was computed forms the next one (no waiting once one request is there);
+- `share`: also once the waiting clients are one compute thread's share of the playing ones
+  (all of them over `inflight`), or at the deadline: with two compute threads the clients
+  split into two halves that take turns, one half searching while the other's batch is
+  computed, so both threads stay busy (`deadline` waits for them all and so keeps one busy
+  whenever the playing clients fit one batch; `first` fires whatever trickled in first).
 
 Requests are never split: a batch takes waiting requests in arrival order while they fit
 in `max_batch` (always at least one).
@@ -46,7 +51,7 @@ from suites.selfplay.channel import HOLD, MEASURE, STOP, Channel, slot_of_left_c
 from suites.selfplay.launch import light_main
 from suites.selfplay.net import NetConfig
 
-GATHER_RULES = ("full", "deadline", "first")
+GATHER_RULES = ("full", "deadline", "first", "share")
 ROOFLINE_S = 0.5  # how long the bare forward pass is timed at the end of a cell
 
 
@@ -77,7 +82,9 @@ def serve(
         forwards = [StagedForward(net, torch.device(device), capacity) for _ in range(inflight)]
         for forward in forwards:
             forward.forward(1)
-        report.send(("ready", {"device": forwards[0].net_device, "pid": os.getpid(), "threads": torch.get_num_threads()}))
+        report.send(
+            ("ready", {"device": forwards[0].net_device, "pid": os.getpid(), "threads": torch.get_num_threads()})
+        )
         stats = _Server(channel, forwards, max_batch, timeout_ms, gather).run()
         stats["roofline_evals_per_s"] = roofline(forwards, stats)
         stats["torch_threads"] = torch.get_num_threads()
@@ -193,7 +200,7 @@ class _Server:
         """Seconds until the waiting requests are due by time (None: only an event makes them due)."""
         if self._due(False):
             return 0.0
-        if self.gather == "deadline":
+        if self.gather in ("deadline", "share"):
             return self.sent_at[self.pending[0]] + self.timeout_s - time.monotonic()
         return None
 
@@ -234,7 +241,11 @@ class _Server:
             or self.pending_positions >= self.max_batch
             or len(self.pending) >= len(self.active)
             or self.gather == "first"
-            or (self.gather == "deadline" and time.monotonic() >= self.sent_at[self.pending[0]] + self.timeout_s)
+            or (self.gather == "share" and len(self.pending) * len(self.forwards) >= len(self.active))
+            or (
+                self.gather in ("deadline", "share")
+                and time.monotonic() >= self.sent_at[self.pending[0]] + self.timeout_s
+            )
         )
 
     def _fire(self) -> None:

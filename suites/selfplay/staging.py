@@ -36,7 +36,9 @@ class StagedForward:
         self.stream = torch.cuda.Stream(device) if self.cuda else None
 
     @classmethod
-    def build(cls, config: NetConfig, device: torch.device, capacity: int, state_dict: dict | None = None) -> StagedForward:
+    def build(
+        cls, config: NetConfig, device: torch.device, capacity: int, state_dict: dict | None = None
+    ) -> StagedForward:
         return cls(build_net(config, state_dict=state_dict), device, capacity)
 
     @property

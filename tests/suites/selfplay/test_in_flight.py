@@ -1,5 +1,8 @@
 """Several games in flight per worker, the server's knobs, and what a server cell records."""
 
+import os
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -97,6 +100,7 @@ def test_server_threads_are_the_cores_the_workers_leave():
     "knobs",
     [
         {"games_per_worker": 3, "inflight": 2, "gather": "first"},
+        {"games_per_worker": 2, "inflight": 2, "gather": "share"},
         {"games_per_worker": 2, "inflight": 1, "gather": "full", "server_threads": 2},  # a spawned server
     ],
 )
@@ -116,3 +120,34 @@ def test_a_server_cell_records_its_idle_shares_and_efficiency():
     assert 0 < metrics["server_compute_pct"] <= 100 * Params().inflight * 1.01
     assert metrics["roofline_evals_per_s_at_batch"] > 0 and metrics["server_efficiency_pct"] > 0
     assert metrics["server_threads_used"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("gather", "fires_at"),
+    [("full", 4), ("deadline", 4), ("share", 2), ("first", 1)],
+)
+def test_gather_rules_fire_at_their_share_of_the_waiting_clients(gather, fires_at):
+    """Four playing clients, two compute threads, nothing full and no deadline passed: `full`
+    and `deadline` wait for all four, `share` for half of them (one thread's share), `first`
+    for one."""
+    import multiprocessing
+
+    from suites.selfplay.channel import Channel
+    from suites.selfplay.server import _Server
+
+    channel = Channel(multiprocessing.get_context("spawn"), clients=4, leaves=1)
+    server = _Server(channel, forwards=[None, None], max_batch=64, timeout_ms=60_000.0, gather=gather)
+    try:
+        counts, sent_at = channel.views()["counts"], channel.views()["sent_at"]
+        counts[:] = 1
+        sent_at[:] = time.monotonic()
+        server.active.update(range(4))  # every client has been seen
+        fired_at = None
+        for waiting, slot in enumerate(range(4), start=1):
+            server._receive(slot)
+            if fired_at is None and server._due(stopping=False):
+                fired_at = waiting
+        assert fired_at == fires_at
+    finally:
+        os.close(server.wake_r)
+        os.close(server.wake_w)
