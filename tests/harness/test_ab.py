@@ -106,6 +106,7 @@ def assert_nothing_left(repo: Path, tmp_path: Path) -> None:
 def test_a_planted_slowdown_between_two_commits_is_a_regression(repo, cli, tmp_path):
     out = tmp_path / "res"
     args = ("ab", "HEAD~1", "--suite", "abtoy", "--pairs", "1", "--warmup-pairs", "0", "--budget", "60", "--seed", "1")
+    args = (*args, "--confidence", "0.8")  # a 3x slowdown: the fewest blocks that decide (4) are enough
     args = (*args, "--out", out)
     result = cli(*args)
     assert result.exit_code == 1, result.output
