@@ -1,6 +1,5 @@
 """The harness core's acceptance paths, through the real CLI and real child processes."""
 
-
 import pandas as pd
 
 from tests.conftest import processes_mentioning, read_records, run_dirs
@@ -19,6 +18,8 @@ def test_sweep_writes_one_line_per_repeat_and_a_summary(cli, tmp_path):
         "2",
         "--duration",
         "0.3",
+        "--steady",
+        "off",  # the lines and the summary, not the warm-up (tests/harness/test_window.py)
         "--out",
         tmp_path,
         "--quiet",
@@ -101,7 +102,8 @@ def test_a_suite_refusing_its_input_makes_run_exit_2(cli, tmp_path):
 def test_run_prints_metrics_as_json(cli, tmp_path):
     import json
 
-    result = cli("run", "synthetic", "--set", "kind=pingpong", "--duration", "0.3", "--json", "--out", tmp_path)
+    result = cli("run", "synthetic", "--set", "kind=pingpong", "--duration", "0.3", "--steady", "off", "--json",
+                 "--out", tmp_path)  # fmt: skip
     assert result.exit_code == 0
     record = json.loads(result.stdout.strip().splitlines()[-1])
     assert record["status"] == "ok"
