@@ -73,6 +73,8 @@ SIGNALS: dict[str, str] = {
     "publish_share": "value: share of the time spent publishing weights or state",
     "server_idle_share": "value: share of the measured time a batching server computed no batch",
     "client_wait_share": "value: share of its clients' measured time spent blocked waiting for replies",
+    "server_batches_computing": "value: batches the server computed at once, on average over the measured time",
+    "server_batch_slots": "value: batches the server can compute at once (its compute threads or streams)",
     "reuse_ratio": "value: items consumed per item produced (a learner's samples per env step)",
     "consumer_cpu_s": "value: CPU seconds of the consuming processes (learners)",
     "producer_cpu_s": "value: CPU seconds of the producing process (the actor)",

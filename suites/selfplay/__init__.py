@@ -67,11 +67,13 @@ class Params(BaseModel):
         json_schema_extra={"unit": "games"},
     )
     gather: Literal["full", "deadline", "first", "share"] = Field(
-        "deadline",
+        "share",
         description="server: when a batch fires besides a full batch (max_batch) or every playing client "
         "waiting: full (never otherwise), deadline (timeout_ms after the oldest request was sent), first "
         "(as soon as a compute thread is free: what arrived during the last batch), share (once the waiting "
-        "clients are 1/inflight of the playing ones, or at the deadline: the clients take turns in inflight groups)",
+        "clients are 1/inflight of the playing ones, or at the deadline: the clients take turns in inflight groups, "
+        "so inflight compute threads stay busy where every client fits one batch; the default, "
+        "docs/records/2026-11-25-inference-server.md)",
     )
     inflight: int = Field(
         2,
@@ -140,8 +142,9 @@ VOCABULARY = Vocabulary(
     metrics={"server_efficiency_pct": "higher", "server_idle_share": "lower", "client_wait_share": "lower"},
     remedies={
         "pipeline.serial": "more games_per_worker (a worker searches one game while another's leaves are "
-        "computed), inflight=2 or gather=first",
+        "computed), inflight=2 with gather=share (the clients take turns in two groups)",
         "pipeline.worker_bound": "more games_per_worker or workers, or gather=first (fire as soon as the server is free)",
+        "pipeline.one_batch": "gather=share (the clients take turns in inflight groups) or more games_per_worker",
         "pipeline.server_bound": "more server_threads or inflight where cores are free, device=cuda",
         "small_batches": "more workers, more leaves per search or a longer timeout_ms",
         "gpu_thrash": "share one net per GPU: backend=server batches every worker's requests",

@@ -88,6 +88,7 @@ def serve(
         stats = _Server(channel, forwards, max_batch, timeout_ms, gather).run()
         stats["roofline_evals_per_s"] = roofline(forwards, stats)
         stats["torch_threads"] = torch.get_num_threads()
+        stats["compute_threads"] = len(forwards)
         report.send(("stats", stats))
     except BaseException:
         report.send(("error", traceback.format_exc()))

@@ -343,6 +343,17 @@ def test_pipeline_bound_names_the_side_that_waits_and_the_suites_knob(idle, wait
     assert knob not in generic.hint and generic.evidence["symptom"] == symptom
 
 
+def test_pipeline_bound_names_a_server_that_computes_one_batch_where_it_could_compute_two():
+    busy = {"server_idle_share": 0.09, "client_wait_share": 0.97, "server_batch_slots": 2}
+    one = only([rec("a", {**busy, "server_batches_computing": 0.92}, PIPE, suite="selfplay")], "PIPELINE_BOUND")
+    assert one.severity == "warning" and one.evidence["symptom"] == "one_batch"
+    assert "gather=share" in one.hint and "0.92 of 2" in one.hint
+    both = only([rec("a", {**busy, "server_batches_computing": 1.9}, PIPE, suite="selfplay")], "PIPELINE_BOUND")
+    assert both.evidence["symptom"] == "server_bound"
+    single = {**busy, "server_batch_slots": 1, "server_batches_computing": 0.92}  # nothing else to fill
+    assert only([rec("a", single, PIPE, suite="selfplay")], "PIPELINE_BOUND").evidence["symptom"] == "server_bound"
+
+
 def test_pipeline_bound_quiet_on_an_overlapped_pipeline_and_without_its_signals():
     records = [
         rec("a", {"server_idle_share": 0.1, "client_wait_share": 0.15}, PIPE, suite="selfplay"),  # both busy

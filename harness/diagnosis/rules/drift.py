@@ -54,7 +54,9 @@ def check(view: RunView) -> list[Finding]:
             continue
         # name the suite's headline rate when it drifts, else the rate that falls fastest
         headline = view.rate([cell])
-        primary = headline.removesuffix("_per_min") + "_per_s" if headline and headline.endswith("_per_min") else headline
+        primary = (
+            headline.removesuffix("_per_min") + "_per_s" if headline and headline.endswith("_per_min") else headline
+        )
         worst = primary if primary in drifting else min(drifting, key=lambda r: drifting[r]["slope_pct_per_min"])
         w = drifting[worst]
         se = f" ± {fmt(w['se'])}" if w["se"] is not None else ""

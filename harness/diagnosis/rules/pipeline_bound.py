@@ -10,6 +10,11 @@ suite's, naming its knobs, else a generic one):
   gathered meanwhile);
 - `worker_bound` (warning): the server idles at least BUSY_WAIT_SHARE while the clients wait
   under CALM_SHARE: requests arrive too slowly for the server;
+- `one_batch` (warning): server-bound as below, but the server can compute several batches
+  at once (`server_batch_slots`) and computed fewer than ONE_BATCH_USE of them on average
+  (`server_batches_computing`): every client waits on the batch in flight, so the other
+  compute threads, and the cores they were given, idle (a server whose clients all fit one
+  batch and that fires only once they all wait);
 - `server_bound` (info): the clients wait at least BUSY_WAIT_SHARE while the server idles
   under CALM_SHARE: the server's compute is the limit (the expected end state once the
   clients keep it fed; how close it runs to its bare forward pass is the efficiency).
@@ -27,9 +32,15 @@ RULE = "PIPELINE_BOUND"
 # quick cell (2x32 net, 2 workers) 0.27-0.35 and 0.61-0.82: the first server-bound, the second neither
 BUSY_WAIT_SHARE = 0.5
 CALM_SHARE = 0.2
+# of its batch slots, a server-bound server that keeps fewer than this share busy leaves them
+# idle: the 8-worker one-leaf cell of that record computed 0.92 of 2 batches at once (0.46),
+# every other server cell there 1.86-1.93 (0.93-0.97)
+ONE_BATCH_USE = 0.75
 REMEDIES = {
     "pipeline.serial": "keep more requests in flight per client, so that clients work while the server computes",
     "pipeline.worker_bound": "more clients or more requests in flight per client, or fire batches sooner",
+    "pipeline.one_batch": "split the clients into as many groups as the server computes batches at once, "
+    "each group's batch firing on its own (or more requests in flight per client)",
     "pipeline.server_bound": "more compute for the server: threads, batches computed at once, a faster device",
 }
 
@@ -51,13 +62,21 @@ def check(view: RunView) -> list[Finding]:
             symptom, severity, what = "pipeline.server_bound", "info", "server-bound"
         else:
             continue
+        evidence = {idle_name: idle, wait_name: wait}
+        computing_name, slots_name = words.signal("server_batches_computing"), words.signal("server_batch_slots")
+        computing, slots = cell.median(computing_name), cell.median(slots_name)
+        if symptom == "pipeline.server_bound" and computing is not None and slots and slots > 1:
+            evidence |= {computing_name: computing, slots_name: slots}
+            if computing < ONE_BATCH_USE * slots:
+                symptom, severity = "pipeline.one_batch", "warning"
+                what = f"server-bound on one batch at a time ({computing:.2f} of {slots:g} computing on average)"
         out.append(
             Finding(
                 RULE,
                 severity,
                 [cell.id],
                 f"{what}: {shares}: {words.remedy(symptom, REMEDIES[symptom])}",
-                {idle_name: idle, wait_name: wait, "symptom": symptom.removeprefix("pipeline.")},
+                evidence | {"symptom": symptom.removeprefix("pipeline.")},
             )
         )
     return out

@@ -143,6 +143,9 @@ def observe_server_stats(probe: Probe, stats: dict) -> None:
         # forward passes' wall seconds summed over the compute threads (up to inflight x 100 %):
         # next to server_cpu_pct it tells a slow forward pass (contended cores) from overhead
         probe.set("server_compute_pct", round(100.0 * stats["compute_s"] / window, 1))
+        probe.set("server_batches_computing", round(stats["compute_s"] / window, 3))
+        if "compute_threads" in stats:
+            probe.set("server_batch_slots", stats["compute_threads"])
         achieved = stats["positions_recorded"] / window
         roofline = stats.get("roofline_evals_per_s")
         if roofline:

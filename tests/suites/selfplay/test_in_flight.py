@@ -118,6 +118,8 @@ def test_a_server_cell_records_its_idle_shares_and_efficiency():
     assert 0 <= metrics["server_idle_share"] <= 1 and 0 <= metrics["client_wait_share"] <= 1
     assert metrics["server_cpu_pct"] > 0 and metrics["workers_cpu_pct"] > 0
     assert 0 < metrics["server_compute_pct"] <= 100 * Params().inflight * 1.01
+    assert metrics["server_batch_slots"] == Params().inflight
+    assert 0 < metrics["server_batches_computing"] <= Params().inflight * 1.01
     assert metrics["roofline_evals_per_s_at_batch"] > 0 and metrics["server_efficiency_pct"] > 0
     assert metrics["server_threads_used"] >= 1
 
