@@ -348,8 +348,9 @@ def test_pipeline_bound_names_a_server_that_computes_one_batch_where_it_could_co
     one = only([rec("a", {**busy, "server_batches_computing": 0.92}, PIPE, suite="selfplay")], "PIPELINE_BOUND")
     assert one.severity == "warning" and one.evidence["symptom"] == "one_batch"
     assert "gather=share" in one.hint and "0.92 of 2" in one.hint
-    both = only([rec("a", {**busy, "server_batches_computing": 1.9}, PIPE, suite="selfplay")], "PIPELINE_BOUND")
-    assert both.evidence["symptom"] == "server_bound"
+    for most in (1.49, 1.9):  # two batches at once most of the time: what is left is the workers' search
+        both = only([rec("a", {**busy, "server_batches_computing": most}, PIPE, suite="selfplay")], "PIPELINE_BOUND")
+        assert both.evidence["symptom"] == "server_bound"
     single = {**busy, "server_batch_slots": 1, "server_batches_computing": 0.92}  # nothing else to fill
     assert only([rec("a", single, PIPE, suite="selfplay")], "PIPELINE_BOUND").evidence["symptom"] == "server_bound"
 
