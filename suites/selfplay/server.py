@@ -52,6 +52,7 @@ from suites.selfplay.launch import light_main
 from suites.selfplay.net import NetConfig
 
 GATHER_RULES = ("full", "deadline", "first", "share")
+TIMED_RULES = ("deadline", "share")  # the rules that also fire timeout_ms after the oldest request
 ROOFLINE_S = 0.5  # how long the bare forward pass is timed at the end of a cell
 
 
@@ -201,7 +202,7 @@ class _Server:
         """Seconds until the waiting requests are due by time (None: only an event makes them due)."""
         if self._due(False):
             return 0.0
-        if self.gather in ("deadline", "share"):
+        if self.gather in TIMED_RULES:
             return self.sent_at[self.pending[0]] + self.timeout_s - time.monotonic()
         return None
 
@@ -243,10 +244,7 @@ class _Server:
             or len(self.pending) >= len(self.active)
             or self.gather == "first"
             or (self.gather == "share" and len(self.pending) * len(self.forwards) >= len(self.active))
-            or (
-                self.gather in ("deadline", "share")
-                and time.monotonic() >= self.sent_at[self.pending[0]] + self.timeout_s
-            )
+            or (self.gather in TIMED_RULES and time.monotonic() >= self.sent_at[self.pending[0]] + self.timeout_s)
         )
 
     def _fire(self) -> None:
