@@ -317,8 +317,8 @@ def direction(metric: str) -> Better | None:
     if metric in HARNESS_METRICS:
         return HARNESS_METRICS[metric]
     tokens = metric.split("_")
-    if metric.endswith("_drift_pct_per_min"):
-        return None  # closer to zero is better, in either direction
+    if "_drift_" in metric:
+        return None  # a slope is better closer to zero, either way; its error and span are how sure
     if tokens[-1] in ("count", "hist"):
         return None  # how many observations, not how good they were
     if metric.endswith(("_per_s", "_per_min")):

@@ -101,7 +101,8 @@ def _estimate(rate: Rate, totals: dict[str, float], metrics: dict[str, Any], wor
 
 def drift_metrics(samples: Sequence[tuple[float, dict[str, float]]], counters: Sequence[str]) -> dict[str, float]:
     """Least-squares slope of each counter's 1 s rate over the window's samples, in % of
-    the mean rate per minute: a throughput that decays as state grows shows up here."""
+    the mean rate per minute: a throughput that decays as state grows shows up here; with
+    the time the fitted rates span, which the DRIFT rule asks to be long enough."""
     from harness.stats import drift_pct_per_min
 
     out: dict[str, float] = {}
@@ -118,4 +119,5 @@ def drift_metrics(samples: Sequence[tuple[float, dict[str, float]]], counters: S
         if drift is not None:
             out[f"{name}_per_s_drift_pct_per_min"] = drift[0]
             out[f"{name}_per_s_drift_se"] = drift[1]
+            out[f"{name}_per_s_drift_span_s"] = samples[-1][0] - samples[0][0]  # the time the rates cover
     return out

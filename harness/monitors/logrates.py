@@ -10,7 +10,8 @@ exactly one group); groups `unit` and `per` name it the same way, else it is `lo
 
 Metrics per rate: its median over the run, its drift (`<rate>_drift_pct_per_min` and
 `_drift_se`, the least-squares slope as in harness.stats, so the DRIFT rule reads a log
-like a probe's counter), `<rate>_points`; and log_lines, log_rate_lines.
+like a probe's counter; `_drift_span_s`, the seconds the rate lines cover, less than the
+window when the program logs its first rate late, after importing torch for instance), `<rate>_points`; and log_lines, log_rate_lines.
 """
 
 from __future__ import annotations
@@ -154,5 +155,8 @@ class LogRatesMonitor:
             drift = drift_pct_per_min([t - points[0][0] for t, _ in points], values) if len(points) >= 10 else None
             if drift is not None:
                 metrics[f"{name}_drift_pct_per_min"], metrics[f"{name}_drift_se"] = drift
+                # the time the rates cover: each line's rate is over the gap before it
+                gap = statistics.median(b[0] - a[0] for a, b in zip(points, points[1:], strict=False))
+                metrics[f"{name}_drift_span_s"] = points[-1][0] - points[0][0] + gap
         metrics["log_monitor_cpu_s"] = self._own_cpu_s
         return MonitorResult(metrics=metrics, series=list(self.points))

@@ -64,6 +64,13 @@ def test_drift_quiet_on_windows_too_short_to_fit():
     assert "DRIFT" not in rules([rec("a", m)])
 
 
+def test_drift_quiet_when_the_fitted_rates_span_less_than_the_window_needs():
+    """A program that logs its first rate 3 s into a 10 s watch leaves 7 s of points."""
+    m = {"log_evals_per_s_drift_pct_per_min": -311.0, "log_evals_per_s_drift_se": 98.5, "measure_s": 10.05}
+    assert "DRIFT" in rules([rec("a", {**m, "log_evals_per_s_drift_span_s": 10.2})])
+    assert "DRIFT" not in rules([rec("a", {**m, "log_evals_per_s_drift_span_s": 7.1})])
+
+
 def test_drift_needs_most_repeats_to_agree():
     m_bad = {"games_per_s_drift_pct_per_min": -20.0, "games_per_s_drift_se": 1.0}
     m_ok = {"games_per_s_drift_pct_per_min": 0.5, "games_per_s_drift_se": 1.0}

@@ -108,7 +108,8 @@ def test_cpu_bound_threads_are_gil_bound_and_processes_are_not(tmp_path):
 
 
 def test_a_decaying_logged_rate_drifts_and_a_flat_one_does_not(tmp_path):
-    runs = watch_pair(tmp_path, "decaying_rate.py", ["decay"], ["flat"], 11)
+    # 12 s: the rate lines must cover DRIFT's 10 s after the program's start-up (10.9 s at 11)
+    runs = watch_pair(tmp_path, "decaying_rate.py", ["decay"], ["flat"], 12)
     assert_named(runs["decay"], "DRIFT")
     assert_quiet(runs["flat"])
     _, stdout, _ = runs["decay"]

@@ -178,6 +178,7 @@ def test_rates_followed_in_a_growing_log_give_a_median_and_a_drift(tmp_path):
     result = monitor.stop()
     assert result.metrics["log_iter_per_s"] == pytest.approx(78.0)
     assert result.metrics["log_iter_per_s_drift_pct_per_min"] < -100
+    assert result.metrics["log_iter_per_s_drift_span_s"] == 12.0  # the 12 lines, one a second
 
 
 # ------------------------------------------------------------------ torch hook

@@ -4,8 +4,13 @@ Reads `<rate>_drift_pct_per_min` and `<rate>_drift_se` (the probe's least-square
 the 1 s rates, with a standard error that also comes from 10 s block means, so a machine
 that wanders is not taken for a drift). Fires when the median slope is below
 SLOPE_PCT_PER_MIN and most repeats are more than SIGMAS standard errors from zero, over a
-window of at least MIN_MEASURE_S. Duration-mode cells only: a fixed-work run ends with its
-slowest workers finishing alone, a ramp-down by construction.
+window of at least MIN_MEASURE_S whose fitted rates themselves span that long
+(`<rate>_drift_span_s`): a program that prints its first rate after seconds of start-up
+(importing torch) leaves a short stretch of points, and on a shared machine one slow
+phase of the host or a neighbour starting its work in that stretch reads as a steep fall
+(a 10 s watch of a batched torch loop fitted 7 s of points at -311 %/min, 3 standard
+errors, while the program beside it started computing). Duration-mode cells only: a
+fixed-work run ends with its slowest workers finishing alone, a ramp-down by construction.
 """
 
 from __future__ import annotations
@@ -36,6 +41,9 @@ def check(view: RunView) -> list[Finding]:
             fits = []
             for rec in cell.ok:
                 slope, se = rec.number(name), rec.number(f"{rate}_drift_se")
+                span = rec.number(f"{rate}_drift_span_s")
+                if span is not None and span < MIN_MEASURE_S:
+                    continue  # too short a stretch of rates to tell a trend from a slow phase
                 if slope is not None:
                     fits.append((slope, se))
             if not fits:
