@@ -46,6 +46,8 @@ class RunStore:
     # ------------------------------------------------------------------ create / open
     @classmethod
     def create(cls, results_dir: Path, label: str | None, meta: dict[str, Any]) -> RunStore:
+        if results_dir.exists() and not results_dir.is_dir():
+            raise UserError(f"--out {results_dir}: is a file; give a directory for the runs (made if missing)")
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         safe_label = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in (label or "run"))
         root = results_dir / f"{stamp}-{safe_label}"

@@ -45,3 +45,12 @@ def test_diagnose_fail_on_exits_1_at_or_above_the_severity(cli, tmp_path, record
 def test_diagnose_fail_on_a_bad_severity_exits_2_naming_the_allowed(cli, tmp_path):
     result = cli("diagnose", run_with(tmp_path, [FINE]), "--fail-on", "fatal")
     assert result.exit_code == 2 and "error, warning, info" in result.output
+
+
+@pytest.mark.parametrize("command", [["sweep", "--suite", "synthetic", "--duration", "0.2"], ["watch", "--", "true"]])
+def test_an_out_that_is_a_file_exits_2_naming_it_and_leaves_the_file(cli, tmp_path, command):
+    taken = tmp_path / "results"
+    taken.write_text("kept")
+    result = cli(*command[:1], "--out", taken, *command[1:])
+    assert result.exit_code == 2 and f"--out {taken}: is a file" in result.output
+    assert taken.read_text() == "kept"
