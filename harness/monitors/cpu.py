@@ -18,7 +18,8 @@ class _Seen:
     """The latest cumulative counters of one process, and its peak RSS."""
 
     name: str
-    cpu_s: float = 0.0
+    cpu_s: float = 0.0  # CPU seconds while watched (CPU it spent before does not count)
+    cpu_total_s: float = 0.0  # its cumulative CPU seconds at the last sample
     rss_peak_mb: float = 0.0
     ctx_vol: int = 0
     ctx_invol: int = 0
@@ -29,7 +30,10 @@ class CpuMonitor:
 
     CPU use comes from deltas of each live process's cumulative CPU time between samples,
     so short-lived workers count while they live (what a process does after the last
-    sample that saw it is not counted: at most one period of it).
+    sample that saw it is not counted: at most one period of it). A process that was already
+    running when the monitor started (`harness watch --pid`) counts from then: the CPU it
+    spent before is not the window's (counted, a server attached 14 s into its run read
+    270 % of a core on a 2-core machine).
 
     Memory is the memory monitor's (harness.monitors.memory: PSS, which counts shared pages
     once; summed RSS counted them once per process and overstated a forked pool many times).
@@ -61,6 +65,13 @@ class CpuMonitor:
     def start(self, root_pid: int) -> None:
         self._root = root_pid
         self._started = time.monotonic()
+        for proc in tree(root_pid):  # what the tree's processes spent before now is not ours
+            try:
+                with proc.oneshot():
+                    times = proc.cpu_times()
+                    self._seen[proc.pid] = _Seen(proc.name(), cpu_total_s=times.user + times.system)
+            except psutil.Error:
+                continue
         self._thread = threading.Thread(target=self._loop, name="cpu-monitor", daemon=True)
         self._thread.start()
 
@@ -90,8 +101,10 @@ class CpuMonitor:
             except psutil.Error:
                 continue
             total = times.user + times.system
-            cpu_delta += total - seen.cpu_s
-            seen.cpu_s = total
+            delta = total - seen.cpu_total_s
+            cpu_delta += delta
+            seen.cpu_s += delta
+            seen.cpu_total_s = total
             seen.rss_peak_mb = max(seen.rss_peak_mb, mem.rss / 2**20)
             seen.ctx_vol, seen.ctx_invol = ctx.voluntary, ctx.involuntary
             self._result.processes.setdefault(proc.pid, proc)

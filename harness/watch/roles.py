@@ -7,7 +7,10 @@ processes py-spy could not read, their command line; the largest group of two or
 `workers`; a single other process beside them is `server` (an inference server, a learner);
 anything else is `children`. multiprocessing's helper processes (resource tracker,
 forkserver) are `helper`, and a harness cell's own interpreter (the root of a suite's cell)
-is `harness`: both are left out of every rule.
+is `harness`: both are left out of every rule. A process forked from one of them keeps its
+command line but runs the program's code (a forkserver's children are the program's
+workers; selfplay's inference server on the CPU forks from the cell's interpreter), so a
+process whose parent has the same command line is the program's, like any other child.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ def assign(procs: Mapping[int, Proc], entries: Mapping[int, str | None]) -> dict
     """pid -> role, for every process seen."""
     roles: dict[int, str] = {}
     for pid, proc in procs.items():
+        parent = procs.get(proc.ppid)
+        if parent is not None and list(parent.cmdline) == list(proc.cmdline):
+            continue  # forked, not started: the program's code under its parent's command line
         if is_harness(proc.cmdline):
             roles[pid] = HARNESS
         elif is_helper(proc.cmdline):

@@ -159,3 +159,20 @@ def test_pynvml_source_without_a_process_list_or_a_driver(monkeypatch):
     monitor = GpuMonitor(source=PynvmlSource())
     monitor.start(os.getpid())
     assert monitor.stop().metrics == {"gpu_reason": "NVML unavailable: Driver Not Loaded"}
+
+
+def test_an_attached_process_counts_from_the_attach_not_its_past():
+    """`harness watch --pid` on a process that burned CPU before: that CPU is not the window's."""
+    code = "import time; t = time.process_time(); sum(range(30_000_000)); print(time.process_time() - t, flush=True); time.sleep(30)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        burned = float(proc.stdout.readline())  # its past: about a second of one core
+        monitor = CpuMonitor(period_s=0.05)
+        monitor.start(proc.pid)
+        time.sleep(0.4)
+        m = monitor.stop().metrics
+    finally:
+        proc.kill()
+        proc.wait()
+    assert burned > 0.2
+    assert m["cpu_s"] < 0.1 and m["cpu_util_mean"] < 20  # asleep while watched

@@ -105,6 +105,21 @@ def test_roles_come_from_the_tree_and_what_each_process_runs():
     assert roles.assign(procs, entries) == {1: "harness", 2: "main", 3: "helper", 4: "workers", 5: "workers", 6: "workers", 7: "server"}
 
 
+def test_a_process_forked_from_the_harness_or_a_helper_is_the_programs():
+    """selfplay's server forks from the cell's interpreter, and a forkserver's workers from
+    the forkserver: each keeps its parent's command line."""
+    cell = ["python", "-m", "harness.cell", "{}", "out"]
+    procs = {
+        1: roles.Proc(1, 0, cell, 0.0),
+        2: roles.Proc(2, 1, cell, 0.1),
+        **{pid: roles.Proc(pid, 1, ["python", "-c", "from multiprocessing.forkserver import main; main(9)"], 0.2) for pid in (3,)},
+        **{pid: roles.Proc(pid, 3, ["python", "-c", "from multiprocessing.forkserver import main; main(9)"], 0.3) for pid in (4, 5)},
+    }
+    assigned = roles.assign(procs, {2: "serve", 4: "play", 5: "play"})
+    assert assigned[1] == "harness" and assigned[3] == "helper"
+    assert assigned[2] not in roles.IGNORED and assigned[4] == assigned[5] == "workers"
+
+
 # ------------------------------------------------------------------ breakdown (GIL split)
 def sched(run_per_s, wakeups_per_s, start=0.0, end=4.0, step=0.5):
     return [(t, run_per_s * (t - start), 0.0, int(wakeups_per_s * (t - start))) for t in np.arange(start, end + 1e-9, step)]
