@@ -83,12 +83,12 @@ class StacksMonitor:
         self,
         workdir: Path,
         budget_hz: int = DEFAULT_BUDGET_HZ,
-        skip: Callable[[list[str]], bool] | None = None,
+        skip: Callable[[list[str], list[str] | None], bool] | None = None,
         period_s: float = PERIOD_S,
     ) -> None:
         self.workdir = workdir
         self.budget_hz = budget_hz
-        self.skip = skip or (lambda cmdline: False)
+        self.skip = skip or (lambda cmdline, parent_cmdline: False)  # (its command line, its parent's)
         self.period_s = period_s
         self.recordings: list[Recording] = []
         self.unsampled: dict[int, str] = {}
@@ -154,7 +154,8 @@ class StacksMonitor:
                 continue
             if pid not in self._handles:
                 try:
-                    if self.skip(proc.cmdline()):
+                    parent = proc.parent()
+                    if self.skip(proc.cmdline(), parent.cmdline() if parent else None):
                         self._skipped.add(pid)
                         continue
                 except psutil.Error:

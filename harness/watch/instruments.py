@@ -52,7 +52,7 @@ class Instruments:
         options = options or WatchOptions()
         self.workdir = workdir
         self.program = program
-        self.stacks = StacksMonitor(workdir, options.budget_hz, skip=roles.is_harness)
+        self.stacks = StacksMonitor(workdir, options.budget_hz, skip=roles.is_harness_own)
         self.procstat = ProcStatMonitor()
         hook = options.torch_hook and not attached
         why = "attached to a running process: the hook can only be put in at start" if attached else None

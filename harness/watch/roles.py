@@ -39,6 +39,16 @@ def is_harness(cmdline: Sequence[str]) -> bool:
     return _HARNESS_CELL in cmdline
 
 
+def is_forked(cmdline: Sequence[str], parent_cmdline: Sequence[str] | None) -> bool:
+    """Forked from its parent, not started: same command line, the program's code."""
+    return parent_cmdline is not None and list(parent_cmdline) == list(cmdline)
+
+
+def is_harness_own(cmdline: Sequence[str], parent_cmdline: Sequence[str] | None) -> bool:
+    """The harness's cell interpreter itself, not a process the suite forked from it."""
+    return is_harness(cmdline) and not is_forked(cmdline, parent_cmdline)
+
+
 def is_helper(cmdline: Sequence[str]) -> bool:
     text = " ".join(cmdline)
     return any(h in text for h in _HELPERS)
@@ -49,8 +59,8 @@ def assign(procs: Mapping[int, Proc], entries: Mapping[int, str | None]) -> dict
     roles: dict[int, str] = {}
     for pid, proc in procs.items():
         parent = procs.get(proc.ppid)
-        if parent is not None and list(parent.cmdline) == list(proc.cmdline):
-            continue  # forked, not started: the program's code under its parent's command line
+        if is_forked(proc.cmdline, parent.cmdline if parent else None):
+            continue  # the program's code under its parent's command line
         if is_harness(proc.cmdline):
             roles[pid] = HARNESS
         elif is_helper(proc.cmdline):

@@ -118,6 +118,8 @@ def test_a_process_forked_from_the_harness_or_a_helper_is_the_programs():
     assigned = roles.assign(procs, {2: "serve", 4: "play", 5: "play"})
     assert assigned[1] == "harness" and assigned[3] == "helper"
     assert assigned[2] not in roles.IGNORED and assigned[4] == assigned[5] == "workers"
+    # and the stack sampler skips the cell's interpreter only, not what forked from it
+    assert roles.is_harness_own(cell, ["harness", "sweep"]) and not roles.is_harness_own(cell, cell)
 
 
 # ------------------------------------------------------------------ breakdown (GIL split)
