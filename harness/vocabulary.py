@@ -89,6 +89,7 @@ SIGNALS: dict[str, str] = {
     "worker_cpu_pct": "value: {pid: % of one core} of each worker process",
     "worker_wait_pct": "value: {pid: % of its sampled thread time} each worker spent blocked or asleep",
     "main_cpu_pct": "value: % of one core used by the program's processes that are not workers",
+    "waited_on": "value: {pid, role, cpu_pct} of the busiest of those processes (what idle workers may wait on)",
     "gpu_asked": "value: 1 when the program asked for a GPU (its command line names cuda), else 0",
 }
 

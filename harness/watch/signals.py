@@ -204,9 +204,15 @@ def collect(
                 waiting[str(p)] = round(100.0 * float(arr[:, _WAIT_COLS].sum() / arr.sum()), 1)
         if waiting:
             metrics["worker_wait_pct"] = waiting
-        metrics["main_cpu_pct"] = 100.0 * sum(
-            rates[p].get("cpu_cores", 0.0) for p in program_pids if roles.get(p) != WORKERS
-        )
+        others = [p for p in program_pids if roles.get(p) != WORKERS]
+        metrics["main_cpu_pct"] = 100.0 * sum(rates[p].get("cpu_cores", 0.0) for p in others)
+        busiest = max(others, key=lambda p: rates[p].get("cpu_cores", 0.0), default=None)
+        if busiest is not None:
+            metrics["waited_on"] = {
+                "pid": busiest,
+                "role": roles.get(busiest),
+                "cpu_pct": round(100.0 * rates[busiest].get("cpu_cores", 0.0), 1),
+            }
     if program is not None or any(roles.get(p) == MAIN for p in procs):
         words = list(program or next((procs[p].cmdline for p in procs if roles.get(p) == MAIN), []))
         metrics["gpu_asked"] = 1.0 if any(_CUDA.search(w) for w in words) else 0.0

@@ -249,8 +249,12 @@ def watch_record(metrics):
     return make_record("w", {"measure_s": 5.0, **metrics}, {"command": "python prog.py"}, suite=WATCH_SUITE)
 
 
+def findings_of(metrics):
+    return diagnose([watch_record(metrics)], {"cpu_cores": 2})
+
+
 def rules_of(metrics):
-    return [(f.rule, f.severity) for f in diagnose([watch_record(metrics)], {"cpu_cores": 2})]
+    return [(f.rule, f.severity) for f in findings_of(metrics)]
 
 
 @pytest.mark.parametrize(
@@ -269,6 +273,14 @@ def rules_of(metrics):
 )
 def test_each_watch_rule_fires_on_its_signals(metrics, expected):
     assert rules_of(metrics) == [expected]
+
+
+def test_idle_workers_beside_a_busy_server_name_the_server_first():
+    idle = {"worker_wait_pct": {"1": 98.0, "2": 98.0}, "worker_cpu_pct": {"1": 2.7, "2": 2.8}, "main_cpu_pct": 141.0}
+    (served,) = findings_of({**idle, "waited_on": {"pid": 27334, "role": "server", "cpu_pct": 133.0}})
+    assert served.rule == "IDLE_WORKERS" and "they wait on the server, pid 27334 on 133 % of a core" in served.hint
+    (split,) = findings_of({**idle, "waited_on": {"pid": 7, "role": "main", "cpu_pct": 141.0}})
+    assert "wait on the server" not in split.hint and "total // workers" in split.hint
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,12 @@ time, or, where it has no stacks, when it uses less than IDLE_CPU_PCT of a core:
 first, because on a crowded machine a busy worker gets little CPU too, but its stack is in
 its work. Fires with at least MIN_WORKERS workers, at least IDLE_SHARE of them idle, while
 the headline rate is above zero or main_cpu_pct >= BUSY_MAIN_PCT.
+
+Where the busiest other process is a server beside the workers (`waited_on`, harness
+watch's roles) using at least BUSY_MAIN_PCT of a core, the finding names it first: workers
+blocked on the replies of a busy inference server are a server-bound pipeline, not a bad
+split (the selfplay server cell read 8 of 8 workers idle beside a server on 133 % of a core,
+and the split remedy alone sent the reader to the wrong process).
 """
 
 from __future__ import annotations
@@ -50,6 +56,14 @@ def check(view: RunView) -> list[Finding]:
         rate = view.rate([cell])
         rate_value = cell.median(rate) if rate else None
         main = cell.median(words.signal("main_cpu_pct"))
+        waited = cell.first(words.signal("waited_on"))
+        remedy = words.remedy("idle_workers", REMEDY)
+        if isinstance(waited, dict) and waited.get("role") == "server" and (waited.get("cpu_pct") or 0) >= BUSY_MAIN_PCT:
+            remedy = (
+                f"they wait on the server, pid {waited.get('pid')} on {fmt(waited.get('cpu_pct'))} % of a core: it is the "
+                "bottleneck (see where its time goes); give it more compute or batch more per call. Otherwise "
+                + remedy
+            )
         if rate_value:
             progress = f"while it reports {fmt(rate_value)} {rate}"
         elif main is not None and main >= BUSY_MAIN_PCT:
@@ -63,13 +77,14 @@ def check(view: RunView) -> list[Finding]:
                 [cell.id],
                 f"{len(idle)} of {len(loads)} workers sit idle (waiting >= {IDLE_WAIT_PCT:g} % of the time, or under "
                 f"{IDLE_CPU_PCT:g} % of a core) {progress}: "
-                f"{words.remedy('idle_workers', REMEDY)}",
+                f"{remedy}",
                 {
                     name: workers,
                     "idle_workers": len(idle),
                     "workers": len(loads),
                     rate or "rate": rate_value,
                     "main_cpu_pct": main,
+                    "waited_on": waited,
                 },
             )
         )
