@@ -45,6 +45,21 @@ def drift_pct_per_min(times_s: Sequence[float], rates: Sequence[float]) -> tuple
     return float(fit.slope) * scale, stderr * scale
 
 
+def rise(times_s: Sequence[float], values: Sequence[float]) -> tuple[float, float] | None:
+    """How much higher a series ends than it starts, from its least-squares line (slope
+    times the span), with the standard error in the same unit; None with too little to fit."""
+    t = np.asarray(times_s, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if t.size < 3 or np.ptp(t) <= 0:
+        return None
+    from scipy.stats import linregress
+
+    fit = linregress(t, v)
+    span = float(np.ptp(t))
+    stderr = float(fit.stderr) if np.isfinite(fit.stderr) else float("nan")
+    return float(fit.slope) * span, stderr * span
+
+
 BOOTSTRAP_RESAMPLES = 2000
 
 

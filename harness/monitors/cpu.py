@@ -10,6 +10,7 @@ from typing import Any
 import psutil
 
 from harness.monitors.base import MonitorResult
+from harness.monitors.others import OthersMeter
 from harness.processes import tree
 
 
@@ -44,7 +45,10 @@ class CpuMonitor:
     (most processes at once), cpu_procs_seen, cpu_procs ({pid: {name, cpu_s, rss_peak_mb,
     ctx_vol, ctx_invol}}, busiest first, at most PER_PROCESS_MAX), and the
     sampler's own cost: cpu_monitor_samples, cpu_monitor_cpu_s, cpu_monitor_cpu_pct (% of
-    one core). Series: cpu_util (%).
+    one core). The rest of the machine beside the tree (harness.monitors.others): cpu_others_mean
+    (% of one core), cpu_others_rise_pct and cpu_others_rise_se (how much more it used at the
+    end than at the start, from a least-squares line: a neighbour that started mid-window).
+    Series: cpu_util (%), cpu_others (%).
     """
 
     name = "cpu"
@@ -57,6 +61,8 @@ class CpuMonitor:
         self._result = MonitorResult()
         self._seen: dict[int, _Seen] = {}
         self._util: list[float] = []
+        self._others_meter: OthersMeter | None = None
+        self._others: list[tuple[float, float]] = []  # (wall time, % of a core used by everything else)
         self._procs_peak = 0
         self._own_cpu_s = 0.0
         self._started = 0.0
@@ -72,6 +78,7 @@ class CpuMonitor:
                     self._seen[proc.pid] = _Seen(proc.name(), cpu_total_s=times.user + times.system)
             except psutil.Error:
                 continue
+        self._others_meter = OthersMeter()
         self._thread = threading.Thread(target=self._loop, name="cpu-monitor", daemon=True)
         self._thread.start()
 
@@ -89,6 +96,7 @@ class CpuMonitor:
         procs = tree(self._root)
         cpu_delta = 0.0
         alive = 0
+        pids = frozenset(proc.pid for proc in procs)
         for proc in procs:
             try:
                 with proc.oneshot():
@@ -114,6 +122,10 @@ class CpuMonitor:
         self._util.append(util)
         self._procs_peak = max(self._procs_peak, alive)
         self._result.series.append((wall, "cpu_util", util))
+        others = self._others_meter.sample(dt, cpu_delta, pids) if self._others_meter else None
+        if others is not None:
+            self._others.append((wall, others))
+            self._result.series.append((wall, "cpu_others", others))
 
     def stop(self) -> MonitorResult:
         self._stop.set()
@@ -129,6 +141,14 @@ class CpuMonitor:
 
             m["cpu_util_mean"] = float(np.mean(self._util))
             m["cpu_util_p95"] = float(np.percentile(self._util, 95))
+        if self._others:
+            from harness.stats import rise
+
+            times, others = zip(*self._others, strict=True)
+            m["cpu_others_mean"] = sum(others) / len(others)
+            fitted = rise(times, others)
+            if fitted is not None:
+                m["cpu_others_rise_pct"], m["cpu_others_rise_se"] = fitted
         seen = self._seen
         m["cpu_s"] = sum(s.cpu_s for s in seen.values())
         m["cpu_proc_cpu_s_max"] = max((s.cpu_s for s in seen.values()), default=0.0)

@@ -71,6 +71,15 @@ def test_drift_quiet_when_the_fitted_rates_span_less_than_the_window_needs():
     assert "DRIFT" not in rules([rec("a", {**m, "log_evals_per_s_drift_span_s": 7.1})])
 
 
+def test_drift_while_the_rest_of_the_machine_took_more_is_info_naming_it():
+    m = {"log_evals_per_s_drift_pct_per_min": -40.0, "log_evals_per_s_drift_se": 5.0, "measure_s": 20.0}
+    neighbour = only([rec("a", {**m, "cpu_others_rise_pct": 80.0, "cpu_others_rise_se": 10.0})], "DRIFT")
+    assert neighbour.severity == "info" and "the rest of the machine used 80 % of a core more" in neighbour.hint
+    for quiet in ({"cpu_others_rise_pct": 10.0, "cpu_others_rise_se": 2.0}, {"cpu_others_rise_pct": 80.0, "cpu_others_rise_se": 60.0}):
+        own = only([rec("a", {**m, **quiet})], "DRIFT")  # a small rise, or one within its noise
+        assert own.severity == "warning" and "something grows with time" in own.hint
+
+
 def test_drift_needs_most_repeats_to_agree():
     m_bad = {"games_per_s_drift_pct_per_min": -20.0, "games_per_s_drift_se": 1.0}
     m_ok = {"games_per_s_drift_pct_per_min": 0.5, "games_per_s_drift_se": 1.0}

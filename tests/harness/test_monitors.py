@@ -176,3 +176,25 @@ def test_an_attached_process_counts_from_the_attach_not_its_past():
         proc.wait()
     assert burned > 0.2
     assert m["cpu_s"] < 0.1 and m["cpu_util_mean"] < 20  # asleep while watched
+
+
+def test_a_neighbour_that_starts_mid_window_is_the_rest_of_the_machines_rise_not_the_trees():
+    """A busy tree counts as the tree's; a process nobody here started, burning a core from
+    the middle of the window on, as the rest of the machine's rise (what DRIFT then names)."""
+    tree = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 30\nwhile time.time() < end: pass"])
+    monitor = CpuMonitor(period_s=0.25)
+    neighbour = None
+    try:
+        monitor.start(tree.pid)
+        time.sleep(1.5)
+        spawn = f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"  # not our child: sh exits
+        neighbour = int(subprocess.run(["sh", "-c", spawn], capture_output=True, text=True).stdout)
+        time.sleep(2.0)
+        m = monitor.stop().metrics
+    finally:
+        tree.kill()
+        tree.wait()
+        if neighbour:
+            os.kill(neighbour, 9)
+    assert m["cpu_util_mean"] > 40  # the tree's own spinning is not the others'
+    assert m["cpu_others_rise_pct"] > 40 and m["cpu_others_rise_pct"] > 2 * m["cpu_others_rise_se"]

@@ -11,6 +11,12 @@ phase of the host or a neighbour starting its work in that stretch reads as a st
 (a 10 s watch of a batched torch loop fitted 7 s of points at -311 %/min, 3 standard
 errors, while the program beside it started computing). Duration-mode cells only: a
 fixed-work run ends with its slowest workers finishing alone, a ramp-down by construction.
+
+A fall while the rest of the machine took more of it (`cpu_others_rise_pct`, harness.monitors.
+others: at least OTHERS_RISE_PCT of a core more at the end than at the start, SIGMAS standard
+errors from zero) is reported as info, naming the neighbour's rise: the fall may be theirs,
+and only a re-run on a quiet machine tells (a batched torch loop watched beside a 16-thread
+program that started computing mid-window fell -311 %/min with nothing of its own growing).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import statistics
 
 from harness.diagnosis.findings import Finding, fmt
 from harness.diagnosis.view import RunView
+from harness.record import CellGroup
 
 RULE = "DRIFT"
 SLOPE_PCT_PER_MIN = -2.0  # a slope below this ...
@@ -27,6 +34,7 @@ SIGMAS = 2.0  # ... and this many standard errors from zero
 # 3-4 points (1-2 degrees of freedom) calls noise significant far too often
 MIN_MEASURE_S = 10.0
 SUFFIX = "_drift_pct_per_min"
+OTHERS_RISE_PCT = 25.0  # % of one core more used by the rest of the machine by the window's end
 
 
 def check(view: RunView) -> list[Finding]:
@@ -68,15 +76,43 @@ def check(view: RunView) -> list[Finding]:
         worst = primary if primary in drifting else min(drifting, key=lambda r: drifting[r]["slope_pct_per_min"])
         w = drifting[worst]
         se = f" ± {fmt(w['se'])}" if w["se"] is not None else ""
+        falls = f"{worst} falls {fmt(w['slope_pct_per_min'])} %/min{se} over the measured window"
+        others = _others_rise(cell)
+        evidence = {"rates": drifting, "measure_s": measure_s, "cpu_others_rise_pct": others}
+        if others is not None:
+            out.append(
+                Finding(
+                    RULE,
+                    "info",
+                    [cell.id],
+                    f"{falls}, while the rest of the machine used {fmt(others)} % of a core more by the end than at "
+                    "the start: the fall may be theirs, not the program's; re-run with the machine quiet to tell",
+                    evidence,
+                )
+            )
+            continue
         out.append(
             Finding(
                 RULE,
                 "warning",
                 [cell.id],
-                f"{worst} falls {fmt(w['slope_pct_per_min'])} %/min{se} over the measured window: something "
-                "grows with time (state sent whole each batch, a growing buffer or table); send deltas or bound "
-                "what each message carries, and check the series CSV for where it starts",
-                {"rates": drifting, "measure_s": measure_s},
+                f"{falls}: something grows with time (state sent whole each batch, a growing buffer or table); "
+                "send deltas or bound what each message carries, and check the series CSV for where it starts",
+                evidence,
             )
         )
     return out
+
+
+def _others_rise(cell: CellGroup) -> float | None:
+    """The median rise of the rest of the machine's CPU use over the cell's repeats, when it
+    rose by OTHERS_RISE_PCT of a core or more, beyond noise; else None."""
+    rises = []
+    for rec in cell.ok:
+        value, se = rec.number("cpu_others_rise_pct"), rec.number("cpu_others_rise_se")
+        if value is not None:
+            rises.append(value if se is not None and value > SIGMAS * se else 0.0)
+    if not rises:
+        return None
+    rise = statistics.median(rises)
+    return rise if rise >= OTHERS_RISE_PCT else None

@@ -1,0 +1,67 @@
+"""The rest of the machine's CPU use beside a measured process tree: what neighbours took.
+
+On a shared machine a rate can fall because the program slowed down or because something
+else started using the cores. The kernel's aggregate counters (/proc/stat: busy and steal
+time over every CPU) less the measured tree's CPU and the harness's own processes (its
+monitors, py-spy recorders) leave the CPU that others used, sampled on the same clock as
+the tree's, so the DRIFT rule can tell a fall the program caused from one that coincided
+with a neighbour taking the machine (steal counts as others: a hypervisor's other guests).
+"""
+
+from __future__ import annotations
+
+import os
+
+import psutil
+
+from harness import machine
+
+_IDLE_FIELDS = (3, 4)  # idle, iowait
+_FIELDS = 8  # user nice system idle iowait irq softirq steal (guest time is inside user)
+
+
+class OthersMeter:
+    """Cores busy outside the measured tree and the harness, between consecutive samples."""
+
+    def __init__(self) -> None:
+        self._cpus = os.cpu_count() or 1
+        self._stat = machine.cpu_times()
+        self._own: dict[int, float] = {}
+        self._own_delta(frozenset())
+
+    def _own_delta(self, tree_pids: frozenset[int]) -> float:
+        """CPU seconds the harness's own processes (this one, its children outside the tree)
+        spent since the last call."""
+        me = psutil.Process()
+        try:
+            procs = [me, *me.children(recursive=True)]
+        except psutil.Error:
+            procs = [me]
+        delta = 0.0
+        for proc in procs:
+            if proc.pid in tree_pids:
+                continue
+            try:
+                times = proc.cpu_times()
+            except psutil.Error:
+                continue
+            total = times.user + times.system
+            delta += total - self._own.get(proc.pid, total)
+            self._own[proc.pid] = total
+        return delta
+
+    def sample(self, dt: float, tree_cpu_s: float, tree_pids: frozenset[int]) -> float | None:
+        """% of one core used by everything else over the last `dt` seconds, in which the
+        tree used `tree_cpu_s`; None where /proc/stat cannot be read."""
+        stat = machine.cpu_times()
+        before, self._stat = self._stat, stat
+        own_s = self._own_delta(tree_pids)
+        if not before or not stat or len(stat) < _FIELDS or dt <= 0:
+            return None
+        spent = [after - prior for after, prior in zip(stat[:_FIELDS], before[:_FIELDS], strict=True)]
+        total = sum(spent)
+        if total <= 0:
+            return None
+        busy = total - sum(spent[i] for i in _IDLE_FIELDS)
+        busy_cores = self._cpus * busy / total
+        return max(0.0, 100.0 * (busy_cores - (tree_cpu_s + own_s) / dt))
