@@ -15,8 +15,9 @@ fixed-work run ends with its slowest workers finishing alone, a ramp-down by con
 A fall while the rest of the machine took more of it (`cpu_others_rise_pct`, harness.monitors.
 others: at least OTHERS_RISE_PCT of a core more at the end than at the start, SIGMAS standard
 errors from zero) is reported as info, naming the neighbour's rise: the fall may be theirs,
-and only a re-run on a quiet machine tells (a batched torch loop watched beside a 16-thread
-program that started computing mid-window fell -311 %/min with nothing of its own growing).
+and only a re-run on a quiet machine tells (15 s watches of a batched torch loop beside a
+16-thread program fell -478 and -299 %/min, nothing of its own growing, while the rest of
+the machine rose by 46 and 37 % of a core).
 """
 
 from __future__ import annotations
