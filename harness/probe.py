@@ -27,12 +27,13 @@ from harness.observations import Observations
 from harness.steady import Steady, settled, trend
 from harness.suite import MEMORY_LIMIT_ENV, Resources, Suite, SuiteError, memory_limit_mb
 from harness.targets import DEFAULT_EVERY_S, Target
-from harness.vocabulary import HEADLINE_METRIC, LimitBenchmark, Quality, Rate, Reference, Vocabulary
+from harness.vocabulary import HEADLINE_METRIC, Advice, LimitBenchmark, Quality, Rate, Reference, Vocabulary
 from harness.window import counter_rates, declared_rates, drift_metrics
 from harness.workshare import resolve_workers, split_work, usable_cores
 
 __all__ = [
     "MEMORY_LIMIT_ENV",
+    "Advice",
     "Choices",
     "LimitBenchmark",
     "Probe",

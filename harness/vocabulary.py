@@ -159,6 +159,27 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class Advice:
+    """One way out of a diagnosed symptom, in the suite's knobs: `text` may name the cell's
+    current values as `{knob}`, and `sets` are the knob values it asks for, so that a cell
+    which already has them is not told to set them (a server cell already on gather=share
+    was told to use gather=share)."""
+
+    text: str
+    sets: Mapping[str, Any] = field(default_factory=dict)
+
+    def already(self, params: Mapping[str, Any]) -> bool:
+        return bool(self.sets) and all(params.get(k) == v for k, v in self.sets.items())
+
+    def render(self, params: Mapping[str, Any]) -> str:
+        class _Known(dict):
+            def __missing__(self, key: str) -> str:
+                return "{" + key + "}"
+
+        return self.text.format_map(_Known(params))
+
+
+@dataclass(frozen=True)
 class LimitBenchmark:
     """A micro benchmark of one piece of the suite, timed by pyperf at several sizes: the
     fastest that piece can go, which reports compare a cell's achieved rate with.
@@ -194,7 +215,9 @@ class Vocabulary:
     report: tuple[str, ...] = ()  # metrics worth a column in reports, after the rates
     reference: Reference | None = None
     signals: Mapping[str, str] = field(default_factory=dict)  # SIGNALS name -> this suite's metric
-    remedies: Mapping[str, str] = field(default_factory=dict)  # rule symptom -> advice naming its knobs
+    # rule symptom -> advice naming its knobs: a sentence, or alternatives a cell is offered
+    # unless it already has the knob values they ask for
+    remedies: Mapping[str, str | tuple[Advice, ...]] = field(default_factory=dict)
     limits: tuple[LimitBenchmark, ...] = ()
     # the suite reports quality metrics it learns only at run time (a user's program's logged
     # values): a target may name any of them, its comparison stating which way is better
@@ -263,8 +286,14 @@ class Vocabulary:
         """This suite's metric name for a generic signal (the generic name when unmapped)."""
         return self.signals.get(name, name)
 
-    def remedy(self, symptom: str, default: str) -> str:
-        return self.remedies.get(symptom, default)
+    def remedy(self, symptom: str, default: str, params: Mapping[str, Any] | None = None) -> str:
+        """The suite's advice for a symptom in a cell with `params`, else `default`."""
+        advice = self.remedies.get(symptom, default)
+        if isinstance(advice, str):
+            return advice
+        params = params or {}
+        offered = [a.render(params) for a in advice if not a.already(params)]
+        return " or ".join(offered) if offered else default
 
     def quality_metric(self, metric: str) -> Quality | None:
         return next((q for q in self.quality if q.metric == metric), None)

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.probe import Probe, Rate, Resources, Suite, Vocabulary, resolve_workers
+from harness.probe import Advice, Probe, Rate, Resources, Suite, Vocabulary, resolve_workers
 from suites.selfplay.backends import BACKENDS
 from suites.selfplay.limits import FORWARD
 
@@ -141,10 +141,24 @@ VOCABULARY = Vocabulary(
     report=("batch_mean", "wait_ms_p95", "server_efficiency_pct", "server_idle_share", "client_wait_share"),
     metrics={"server_efficiency_pct": "higher", "server_idle_share": "lower", "client_wait_share": "lower"},
     remedies={
-        "pipeline.serial": "more games_per_worker (a worker searches one game while another's leaves are "
-        "computed), inflight=2 with gather=share (the clients take turns in two groups)",
-        "pipeline.worker_bound": "more games_per_worker or workers, or gather=first (fire as soon as the server is free)",
-        "pipeline.one_batch": "gather=share (the clients take turns in inflight groups) or more games_per_worker",
+        "pipeline.serial": (
+            Advice(
+                "more games_per_worker than {games_per_worker} (a worker searches one game while another's "
+                "leaves are computed)"
+            ),
+            Advice(
+                "inflight=2 with gather=share (the clients take turns in two groups)",
+                {"inflight": 2, "gather": "share"},
+            ),
+        ),
+        "pipeline.worker_bound": (
+            Advice("more games_per_worker than {games_per_worker} or more workers"),
+            Advice("gather=first (fire as soon as the server is free)", {"gather": "first"}),
+        ),
+        "pipeline.one_batch": (
+            Advice("gather=share (the clients take turns in inflight groups)", {"gather": "share"}),
+            Advice("more games_per_worker than {games_per_worker} (enough requests for {inflight} batches at once)"),
+        ),
         "pipeline.server_bound": "more server_threads or inflight where cores are free, device=cuda",
         "small_batches": "more workers, more leaves per search or a longer timeout_ms",
         "gpu_thrash": "share one net per GPU: backend=server batches every worker's requests",

@@ -371,6 +371,17 @@ def test_pipeline_bound_names_a_server_that_computes_one_batch_where_it_could_co
     assert only([rec("a", single, PIPE, suite="selfplay")], "PIPELINE_BOUND").evidence["symptom"] == "server_bound"
 
 
+def test_a_remedy_does_not_ask_a_cell_for_the_knob_values_it_already_has():
+    """A server cell already on gather=share computing one batch at a time is told the
+    other way out, with its own games_per_worker in the sentence."""
+    busy = {"server_idle_share": 0.18, "client_wait_share": 0.89, "server_batch_slots": 2, "server_batches_computing": 0.94}
+    shared = {**PIPE, "gather": "share", "games_per_worker": 4, "inflight": 2}
+    hint = only([rec("a", busy, shared, suite="selfplay")], "PIPELINE_BOUND").hint
+    assert "gather=share" not in hint and "more games_per_worker than 4 (enough requests for 2 batches at once)" in hint
+    hint = only([rec("a", busy, {**shared, "gather": "deadline"}, suite="selfplay")], "PIPELINE_BOUND").hint
+    assert "gather=share (the clients take turns in inflight groups) or more games_per_worker than 4" in hint
+
+
 def test_pipeline_bound_quiet_on_an_overlapped_pipeline_and_without_its_signals():
     records = [
         rec("a", {"server_idle_share": 0.1, "client_wait_share": 0.15}, PIPE, suite="selfplay"),  # both busy
