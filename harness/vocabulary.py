@@ -158,6 +158,11 @@ class Reference:
         return sum(params.get(k) != v for k, v in self.prefer.items())
 
 
+class _KnownValues(dict):
+    def __missing__(self, key: str) -> str:
+        return f"the current {key}"
+
+
 @dataclass(frozen=True)
 class Advice:
     """One way out of a diagnosed symptom, in the suite's knobs: `text` may name the cell's
@@ -172,11 +177,9 @@ class Advice:
         return bool(self.sets) and all(params.get(k) == v for k, v in self.sets.items())
 
     def render(self, params: Mapping[str, Any]) -> str:
-        class _Known(dict):
-            def __missing__(self, key: str) -> str:
-                return "{" + key + "}"
-
-        return self.text.format_map(_Known(params))
+        """The text with the cell's values; a knob the cell's record lacks (a run older
+        than the knob) reads as "the current <knob>"."""
+        return self.text.format_map(_KnownValues(params))
 
 
 @dataclass(frozen=True)
