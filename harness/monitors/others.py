@@ -11,6 +11,7 @@ with a neighbour taking the machine (steal counts as others: a hypervisor's othe
 from __future__ import annotations
 
 import os
+import time
 
 import psutil
 
@@ -18,6 +19,7 @@ from harness import machine
 
 _IDLE_FIELDS = (3, 4)  # idle, iowait
 _FIELDS = 8  # user nice system idle iowait irq softirq steal (guest time is inside user)
+OWN_REFRESH_S = 2.0  # how often the harness's own processes are listed again (py-spy recorders come and go)
 
 
 class OthersMeter:
@@ -27,16 +29,27 @@ class OthersMeter:
         self._cpus = os.cpu_count() or 1
         self._stat = machine.cpu_times()
         self._own: dict[int, float] = {}
+        self._procs: list[psutil.Process] = []
+        self._listed_at = -OWN_REFRESH_S
         self._own_delta(frozenset())
+
+    def _own_processes(self) -> list[psutil.Process]:
+        """This process and its descendants, listed again every OWN_REFRESH_S: listing walks
+        all of /proc, which doubled the CPU monitor's cost when done every sample."""
+        now = time.monotonic()
+        if now - self._listed_at >= OWN_REFRESH_S:
+            me = psutil.Process()
+            try:
+                self._procs = [me, *me.children(recursive=True)]
+            except psutil.Error:
+                self._procs = [me]
+            self._listed_at = now
+        return self._procs
 
     def _own_delta(self, tree_pids: frozenset[int]) -> float:
         """CPU seconds the harness's own processes (this one, its children outside the tree)
         spent since the last call."""
-        me = psutil.Process()
-        try:
-            procs = [me, *me.children(recursive=True)]
-        except psutil.Error:
-            procs = [me]
+        procs = self._own_processes()
         delta = 0.0
         for proc in procs:
             if proc.pid in tree_pids:
