@@ -305,13 +305,16 @@ def gate(
     slice_s: float = typer.Option(None, "--slice", help="with --against: minimum slice length in seconds"),
     pairs: int = typer.Option(None, "--pairs", help="with --against: measured pairs per launch"),
     warmup_pairs: int = typer.Option(None, "--warmup-pairs", help="with --against: pairs discarded per launch"),
+    min_blocks: int = typer.Option(
+        None, "--min-blocks", help="with --against: blocks run whatever the budget (default: the fewest that can decide)"
+    ),
     seed: int = typer.Option(None, "--seed", help="with --against: seed of the pair orders"),
 ) -> int:
     """Gate a run: exit 1 on a regression or a missing cell, 3 when an A/B stayed undecided, 0 on pass, 2 on bad input."""
     from harness.commands import ab as ab_command
     from harness.commands import gate as command
 
-    ab_opts = ab_command.build_options(None, budget, confidence, slice_s, None, pairs, seed, warmup_pairs)
+    ab_opts = ab_command.build_options(None, budget, confidence, slice_s, None, pairs, seed, warmup_pairs, min_blocks)
     return command.main(
         run_dir, baseline, directory, tolerance, metric, normalize, confidence, ignore_param, allow_missing,
         against, ab_opts,
@@ -327,6 +330,9 @@ SliceOpt = typer.Option(None, "--slice", help="A/B: minimum slice length in seco
 SettleOpt = typer.Option(None, "--settle", help="A/B: seconds after SIGCONT not measured (default 0)")
 PairsOpt = typer.Option(None, "--pairs", help="A/B: measured pairs per launch of fresh processes (default 2)")
 WarmupPairsOpt = typer.Option(None, "--warmup-pairs", help="A/B: pairs discarded after each launch (default 1)")
+MinBlocksOpt = typer.Option(
+    None, "--min-blocks", help="A/B: blocks run whatever the budget (default: the fewest that can decide, 7 at 95 %)"
+)
 SeedOpt = typer.Option(None, "--seed", help="A/B: seed of the pair orders (default: drawn and recorded)")
 
 
@@ -347,6 +353,7 @@ def ab(
     settle: float = SettleOpt,
     pairs: int = PairsOpt,
     warmup_pairs: int = WarmupPairsOpt,
+    min_blocks: int = MinBlocksOpt,
     seed: int = SeedOpt,
     out: Path = OutOpt,
     label: str = typer.Option(None, "--label", help="name in the A/B's directory"),
@@ -358,7 +365,7 @@ def ab(
     revision's worktree): exit 0 no regression, 1 regression, 3 undecided, 2 bad input."""
     from harness.commands import ab as command
 
-    opts = command.build_options(tolerance, budget, confidence, slice_s, settle, pairs, seed, warmup_pairs)
+    opts = command.build_options(tolerance, budget, confidence, slice_s, settle, pairs, seed, warmup_pairs, min_blocks)
     program = program_of(ctx, progress, progress_file)
     return command.main(base_rev, rest, suite, workers, backend, set_, opts, out, label, quiet, program)
 

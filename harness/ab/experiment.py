@@ -24,6 +24,7 @@ from harness.ab.sequential import (
     DEFAULT_ALPHA,
     DEFAULT_TOLERANCE,
     Interval,
+    blocks_to_decide,
     confidence_sequence,
     decide,
     final,
@@ -45,8 +46,16 @@ class ABOptions:
     # per cell: no block starts that would end past it. The first launch of each side is
     # not counted: it is set-up (a fresh worktree compiles its numba kernels, tens of seconds)
     budget_s: float = DEFAULT_BUDGET_S
+    # blocks run whatever the budget says (hyperfine's --min-runs): None, the fewest that can
+    # decide at this confidence. A 75 s budget left the gate's self-play (12-14 s blocks) and
+    # actor-learner (14-16 s) cells 5-6 blocks, which can only end undecided: never gated.
+    min_blocks: int | None = None
     slicing: SliceOptions = field(default_factory=SliceOptions)
     seed: int | None = None  # the pair orders; None: drawn, and recorded
+
+    @property
+    def floor_blocks(self) -> int:
+        return blocks_to_decide(self.alpha) if self.min_blocks is None else self.min_blocks
 
 
 @dataclass
@@ -162,7 +171,7 @@ def run_cell(
                 result.decided_s = elapsed
                 break
             per_block = elapsed / len(result.blocks)
-            if elapsed + per_block > opts.budget_s:
+            if len(result.blocks) >= opts.floor_blocks and elapsed + per_block > opts.budget_s:
                 break
     except CellFailed as exc:
         result.decision, result.reason, result.failed_side = "error", str(exc), exc.side
@@ -187,7 +196,11 @@ def _reason(result: CellAB, opts: ABOptions) -> str:
     if result.decision == "ok":
         return f"{span}: the whole interval is above {edge:.3f}"
     spent = result.elapsed_s - result.setup_s
-    return f"{span}: the interval still holds {edge:.3f} after {spent:.0f} s (budget {opts.budget_s:g} s)"
+    reason = f"{span}: the interval still holds {edge:.3f} after {spent:.0f} s (budget {opts.budget_s:g} s)"
+    fewest = blocks_to_decide(opts.alpha)
+    if interval.n < fewest:
+        reason += f"; no decision is possible before {fewest} blocks at {100 * (1 - opts.alpha):g} % (--min-blocks)"
+    return reason
 
 
 def run_all(

@@ -44,6 +44,7 @@ def build_options(
     pairs: int | None,
     seed: int | None,
     warmup_pairs: int | None = None,
+    min_blocks: int | None = None,
 ) -> ABOptions:
     """The A/B's options from the command line, each checked against what is allowed."""
     if not 0.5 <= confidence < 1:
@@ -69,12 +70,15 @@ def build_options(
         if not 0 <= warmup_pairs <= 100:
             raise UserError(f"--warmup-pairs {warmup_pairs}: 0 to 100 (default {slicing.warmup_pairs})")
         slicing.warmup_pairs = warmup_pairs
+    if min_blocks is not None and not 0 <= min_blocks <= 1000:
+        raise UserError(f"--min-blocks {min_blocks}: 0 to 1000 (default: the fewest that can decide, 7 at 95 %)")
     if seed is not None and seed < 0:
         raise UserError(f"--seed {seed}: a non-negative integer")
     return ABOptions(
         tolerance=parse_tolerance(tolerance) if tolerance is not None else DEFAULT_TOLERANCE,
         alpha=1 - confidence,
         budget_s=budget if budget is not None else DEFAULT_BUDGET_S,
+        min_blocks=min_blocks,
         slicing=slicing,
         seed=seed,
     )

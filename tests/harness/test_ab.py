@@ -130,12 +130,14 @@ def test_gate_against_a_revision_speed_from_the_ab(repo, cli, tmp_path):
     sweep = cli("sweep", "--suite", "abtoy", "--duration", "0.5", "--out", out, "--quiet")
     assert sweep.exit_code == 0, sweep.output
     (run,) = run_dirs(out)
-    result = cli("gate", run, "--against", "HEAD~1", "--budget", "3", "--pairs", "1", "--warmup-pairs", "0")
+    args = ("--budget", "3", "--pairs", "1", "--warmup-pairs", "0", "--min-blocks", "1")
+    result = cli("gate", run, "--against", "HEAD~1", *args)
     assert result.exit_code == 3, result.output  # one block is not enough to decide: undecided
     gate = json.loads((run / "gate.json").read_text())
     assert gate["verdict"] == "undecided" and gate["against"]["rev"] == "HEAD~1" and gate["baseline"] is None
     (speed,) = [c for c in gate["checks"] if c["kind"] == "speed"]
     assert speed["verdict"] == "undecided" and speed["metric"] == "widgets_per_s" and 0.2 < speed["ratio"] < 0.5
+    assert "no decision is possible before 7 blocks at 95 % (--min-blocks)" in json.dumps(gate)
     assert (run / "ab.json").is_file() and "A/B against HEAD~1" in (run / "gate.md").read_text()
     assert cli("gate", run).exit_code == 2  # neither --baseline nor --against
     assert_nothing_left(repo, tmp_path)
@@ -149,6 +151,7 @@ def test_gate_against_a_revision_speed_from_the_ab(repo, cli, tmp_path):
         (["ab", "HEAD~1", "--suite", "abtoy", "--set", "device=cuda"], "device=cuda: a GPU"),
         (["ab", "HEAD~1", "--suite", "abtoy", "--set", "wall_timeout=2"], "suite abtoy says: wall_timeout=2.0 s"),
         (["ab", "HEAD~1", "--suite", "abtoy", "--budget", "-1"], "--budget -1"),
+        (["ab", "HEAD~1", "--suite", "abtoy", "--min-blocks", "-1"], "--min-blocks -1: 0 to 1000"),
         (["ab", "HEAD~1", "--suite", "abtoy", "--tolerance", "150%"], "below 100%"),
         (["ab", "HEAD~1", "--suite", "abtoy", "--confidence", "1.5"], "--confidence 1.5"),
         (["ab", "HEAD~1", "HEAD", "nosuch", "--suite", "abtoy"], "unexpected argument 'nosuch'"),

@@ -21,6 +21,7 @@ from harness.ab.sequential import (
     DEFAULT_ALPHA,
     MIXTURE_G,
     Interval,
+    blocks_to_decide,
     boundary,
     confidence_sequence,
     decide,
@@ -226,6 +227,15 @@ def test_the_median_interval_and_its_coverage_under_repeated_looks():
     x = rng.standard_t(2, (TRIALS, LOOKS))  # heavy tails, median 0
     reg, ok = sign_sequences(x, 0.0)  # the boundary at the true median: any decision is an error
     assert (reg | ok).any(axis=1).mean() <= 2 * ALPHA + SLACK
+
+
+@pytest.mark.parametrize(("alpha", "fewest"), [(0.05, 7), (0.2, 4), (0.01, 9)])
+def test_no_budget_can_decide_before_the_fewest_blocks_the_sign_test_needs(alpha, fewest):
+    """Blocks all far on one side: one block short of `fewest` the interval is still infinite,
+    at `fewest` it is not (why the A/B runs that many whatever its budget)."""
+    assert blocks_to_decide(alpha) == fewest
+    assert not math.isfinite(median_sequence([0.5] * (fewest - 1), alpha).low)
+    assert decide(median_sequence([0.5 + 0.01 * i for i in range(fewest)], alpha), 0.03) == "ok"
 
 
 def test_decide_and_the_interval_in_ratios():
