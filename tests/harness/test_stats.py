@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from harness.stats import drift_pct_per_min, ratio_of_medians, verdict
+from harness.stats import drift_pct_per_min, ratio_of_medians, rise, verdict
 
 
 def test_ratio_interval_brackets_a_clear_slowdown():
@@ -45,3 +45,17 @@ def test_drift_error_widens_for_autocorrelated_rates():
     independent = 100.0 + rng.normal(0, 5.0, t.size)
     _, se_independent = drift_pct_per_min(t, independent)
     assert se_independent < 1.6 * linregress(t, independent).stderr * 6000 / independent.mean()
+
+
+def test_rise_is_the_least_squares_slope_times_the_span_with_its_error():
+    """Closed form in numpy (no scipy import in the harness's process): the same numbers as
+    scipy.stats.linregress."""
+    from scipy.stats import linregress
+
+    rng = np.random.default_rng(1)
+    t = np.sort(rng.uniform(0, 10, 30))
+    v = 3 * t + rng.normal(0, 2, 30)
+    fit = linregress(t, v)
+    value, se = rise(t, v)
+    assert value == pytest.approx(fit.slope * np.ptp(t)) and se == pytest.approx(fit.stderr * np.ptp(t))
+    assert rise([0, 1], [1, 2]) is None and rise([1, 1, 1], [1, 2, 3]) is None
