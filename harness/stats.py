@@ -29,38 +29,39 @@ def drift_pct_per_min(times_s: Sequence[float], rates: Sequence[float]) -> tuple
     mean = float(r.mean())
     if mean <= 0:
         return None
-    from scipy.stats import linregress
-
-    fit = linregress(t, r)
-    stderr = float(fit.stderr) if np.isfinite(fit.stderr) else float("nan")
+    slope, stderr = _line_fit(t, r)
     blocks = t.size // DRIFT_BLOCK
     if blocks >= 3:
         used = blocks * DRIFT_BLOCK
         block_t = t[:used].reshape(blocks, DRIFT_BLOCK).mean(axis=1)
         block_r = r[:used].reshape(blocks, DRIFT_BLOCK).mean(axis=1)
-        block_fit = linregress(block_t, block_r)
-        if np.isfinite(block_fit.stderr):
-            stderr = max(stderr, float(block_fit.stderr))
+        _, block_stderr = _line_fit(block_t, block_r)
+        if np.isfinite(block_stderr):
+            stderr = max(stderr, block_stderr)
     scale = 60.0 * 100.0 / mean
-    return float(fit.slope) * scale, stderr * scale
+    return slope * scale, stderr * scale
 
 
-def rise(times_s: Sequence[float], values: Sequence[float]) -> tuple[float, float] | None:
-    """How much higher a series ends than it starts, from its least-squares line (slope
-    times the span), with the standard error in the same unit; None with too little to fit.
-
-    The slope and its error in closed form with numpy, not scipy.stats.linregress: every
-    cell's CPU monitor computes this in the harness's own process, and importing scipy.stats
-    there cost 1.5 s per command (the test suite ran 100 s longer)."""
-    t = np.asarray(times_s, dtype=float)
-    v = np.asarray(values, dtype=float)
-    if t.size < 3 or np.ptp(t) <= 0:
-        return None
+def _line_fit(t: np.ndarray, v: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope of `v` on `t` and its standard error (what scipy.stats.linregress
+    gives), in closed form with numpy: the CPU monitor and the log-rate monitor fit in the
+    harness's own process at every cell's end, and importing scipy.stats there cost 1.5 s per
+    command (the test suite ran 100 s longer). At least 3 points, `t` not constant."""
     dt = t - t.mean()
     sxx = float(dt @ dt)
     slope = float(dt @ (v - v.mean())) / sxx
     residuals = v - v.mean() - slope * dt
-    stderr = (float(residuals @ residuals) / (t.size - 2) / sxx) ** 0.5
+    return slope, (float(residuals @ residuals) / (t.size - 2) / sxx) ** 0.5
+
+
+def rise(times_s: Sequence[float], values: Sequence[float]) -> tuple[float, float] | None:
+    """How much higher a series ends than it starts, from its least-squares line (slope
+    times the span), with the standard error in the same unit; None with too little to fit."""
+    t = np.asarray(times_s, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if t.size < 3 or np.ptp(t) <= 0:
+        return None
+    slope, stderr = _line_fit(t, v)
     span = float(np.ptp(t))
     return slope * span, stderr * span
 

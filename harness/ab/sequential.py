@@ -37,6 +37,7 @@ simulations compare the two.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -135,6 +136,7 @@ def median_sequence(values: Sequence[float], alpha: float = DEFAULT_ALPHA) -> In
     return Interval(n, middle, float(x[n - j]), float(x[j - 1]))
 
 
+@functools.cache
 def blocks_to_decide(alpha: float = DEFAULT_ALPHA) -> int:
     """The fewest blocks that can decide at all: the sign test's evidence when every block
     lies on one side first reaches 1/alpha there (7 at 95 %, 4 at 80 %). Fewer blocks leave

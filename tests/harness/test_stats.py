@@ -59,3 +59,7 @@ def test_rise_is_the_least_squares_slope_times_the_span_with_its_error():
     value, se = rise(t, v)
     assert value == pytest.approx(fit.slope * np.ptp(t)) and se == pytest.approx(fit.stderr * np.ptp(t))
     assert rise([0, 1], [1, 2]) is None and rise([1, 1, 1], [1, 2, 3]) is None
+    short = t[:25]  # under three blocks of 10: the plain fit alone, as linregress gives it
+    plain = linregress(short, v[:25])
+    scale = 6000 / v[:25].mean()
+    assert drift_pct_per_min(short, v[:25]) == pytest.approx((plain.slope * scale, plain.stderr * scale))
