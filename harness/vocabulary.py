@@ -167,8 +167,8 @@ class _KnownValues(dict):
 class Advice:
     """One way out of a diagnosed symptom, in the suite's knobs: `text` may name the cell's
     current values as `{knob}`, and `sets` are the knob values it asks for, so that a cell
-    which already has them is not told to set them (a server cell already on gather=share
-    was told to use gather=share)."""
+    which already has them is not told to set them (a server cell already on the gather rule
+    a remedy named was told to switch to it)."""
 
     text: str
     sets: Mapping[str, Any] = field(default_factory=dict)

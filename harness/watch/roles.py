@@ -9,7 +9,7 @@ anything else is `children`. multiprocessing's helper processes (resource tracke
 forkserver) are `helper`, and a harness cell's own interpreter (the root of a suite's cell)
 is `harness`: both are left out of every rule. A process forked from one of them keeps its
 command line but runs the program's code (a forkserver's children are the program's
-workers; selfplay's inference server on the CPU forks from the cell's interpreter), so a
+workers; a suite's inference server may fork from the cell's interpreter), so a
 process whose parent has the same command line is the program's, like any other child.
 """
 

@@ -14,7 +14,7 @@ the headline rate is above zero or main_cpu_pct >= BUSY_MAIN_PCT.
 Where the busiest other process is a server beside the workers (`waited_on`, harness
 watch's roles) using at least BUSY_MAIN_PCT of a core, the finding names it first: workers
 blocked on the replies of a busy inference server are a server-bound pipeline, not a bad
-split (the selfplay server cell read 8 of 8 workers idle beside a server on 133 % of a core,
+split (a watched self-play cell read 8 of 8 workers idle beside a server on 133 % of a core,
 and the split remedy alone sent the reader to the wrong process).
 """
 
