@@ -25,8 +25,8 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.processes import marked_processes  # noqa: E402
-from harness.store import RunStore  # noqa: E402
+from harness.cell.processes import marked_processes  # noqa: E402
+from harness.runs.store import RunStore  # noqa: E402
 
 FAULTS = ("raise", "exit", "kill_worker", "segfault", "oom", "orphan", "hang")
 

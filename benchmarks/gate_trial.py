@@ -135,7 +135,7 @@ def analyze(saved: list[Path]) -> None:
     decisions and the block noise; block and set-up lengths; then all files' arms together."""
     from scipy.stats import binomtest
 
-    from harness.gating import parse_tolerance
+    from harness.analysis.gating import parse_tolerance
 
     def share(k: int, n: int) -> str:
         ci = binomtest(k, n).proportion_ci(0.95, method="exact")
@@ -399,8 +399,8 @@ def _replay_ab(
 def _tolerances(ap: argparse.ArgumentParser, text: str) -> list[float]:
     """--tolerances read as `harness ab --tolerance` reads one (3% or 0.03), or a usage error
     (exit 2) naming what was wrong."""
+    from harness.analysis.gating import parse_tolerance
     from harness.errors import UserError
-    from harness.gating import parse_tolerance
 
     try:
         return [parse_tolerance(t) for t in text.split(",")]

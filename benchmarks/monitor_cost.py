@@ -19,11 +19,11 @@ import subprocess
 import sys
 import time
 
+from harness.cell.processes import tree
 from harness.monitors.cpu import CpuMonitor
 from harness.monitors.gpu import DeviceSample, GpuMonitor
 from harness.monitors.gpu_replay import ReplaySource
 from harness.monitors.memory import MemoryMonitor, read_pss
-from harness.processes import tree
 
 CHILD = "import subprocess, sys, time\nkids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']) for _ in range({n})]\nprint(' '.join(str(k.pid) for k in kids), flush=True)\ntime.sleep(600)"
 

@@ -33,8 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.processes import child_env  # noqa: E402
-from harness.stats import ratio_of_medians  # noqa: E402
+from harness.cell.processes import child_env  # noqa: E402
+from harness.model.stats import ratio_of_medians  # noqa: E402
 
 WORKLOAD = r"""
 import json, multiprocessing as mp, sys, time

@@ -15,7 +15,7 @@ import typer
 import typer.core
 
 from harness.errors import UserError
-from harness.store import DEFAULT_RESULTS
+from harness.runs.store import DEFAULT_RESULTS
 
 app = typer.Typer(
     help="Benchmark and profile parallel game solvers and self-play training.",

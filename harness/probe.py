@@ -22,14 +22,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from harness.choices import Choices
-from harness.observations import Observations
-from harness.steady import Steady, settled, trend
-from harness.suite import MEMORY_LIMIT_ENV, Resources, Suite, SuiteError, memory_limit_mb
-from harness.targets import DEFAULT_EVERY_S, Target
-from harness.vocabulary import HEADLINE_METRIC, Advice, LimitBenchmark, Quality, Rate, Reference, Vocabulary
-from harness.window import counter_rates, declared_rates, drift_metrics
-from harness.workshare import resolve_workers, split_work, usable_cores
+from harness.cell.observations import Observations
+from harness.cell.steady import Steady, settled, trend
+from harness.cell.targets import DEFAULT_EVERY_S, Target
+from harness.cell.window import counter_rates, declared_rates, drift_metrics
+from harness.model.choices import Choices
+from harness.model.suite import MEMORY_LIMIT_ENV, Resources, Suite, SuiteError, memory_limit_mb
+from harness.model.vocabulary import HEADLINE_METRIC, Advice, LimitBenchmark, Quality, Rate, Reference, Vocabulary
+from harness.model.workshare import resolve_workers, split_work, usable_cores
 
 __all__ = [
     "MEMORY_LIMIT_ENV",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.record import Record
+from harness.runs.record import Record
 
 
 def make_record(

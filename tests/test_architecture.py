@@ -12,12 +12,12 @@ import re
 import typing
 from pathlib import Path
 
-from harness.baselines import RUN_FIELDS
+from harness.analysis.baselines import RUN_FIELDS
+from harness.analysis.gating import GATE_VERDICTS, Check
 from harness.diagnosis import Finding
-from harness.gating import GATE_VERDICTS, Check
-from harness.record import Record
-from harness.registry import discover
-from harness.vocabulary import CONVENTIONAL_PARAMS, HARNESS_METRICS, HARNESS_REPORT, SIGNALS
+from harness.model.registry import discover
+from harness.model.vocabulary import CONVENTIONAL_PARAMS, HARNESS_METRICS, HARNESS_REPORT, SIGNALS
+from harness.runs.record import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "suites")
@@ -99,6 +99,82 @@ def test_no_import_cycles_in_harness_or_suites():
 def test_the_cycle_finder_finds_a_planted_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+# harness/ by phase, bottom to top: a package may import its own layer and those below it,
+# never one above (docs/architecture.md, "Layers"). Top-level modules sit in a layer too.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors",),
+    ("model",),
+    ("cell", "probe", "readers", "program"),
+    ("runs",),
+    ("monitors", "watch"),
+    ("running",),
+    ("ab", "roofline", "causal"),
+    ("analysis", "diagnosis"),
+    ("report",),
+    ("commands",),
+    ("cli",),
+)
+TOP_MODULES_AT_MOST = 8  # the public face: cli, probe, errors, __init__ (and a few more at most)
+
+
+def layer_of(module: str) -> int | None:
+    """The layer of a harness module (`harness.runs.store` -> that of `runs`); None for the
+    package root (`harness/__init__.py`: the version and a lazy `harness.load`)."""
+    parts = module.split(".")
+    if parts[0] != "harness" or len(parts) == 1:
+        return None
+    for depth, names in enumerate(LAYERS):
+        if parts[1] in names:
+            return depth
+    raise AssertionError(f"{module}: its package {parts[1]!r} is in no layer of LAYERS (docs/architecture.md)")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in sorted(graph.items()):
+        low = layer_of(module)
+        for target in sorted(targets):
+            high = layer_of(target)
+            if low is not None and high is not None and high > low:
+                found.append(f"{module} (layer {LAYERS[low][0]}) imports {target} (layer {LAYERS[high][0]})")
+    return found
+
+
+def test_no_harness_package_imports_a_layer_above_its_own():
+    graph = {name: deps for name, deps in import_graph().items() if name.startswith("harness")}
+    up = upward_imports(graph)
+    assert not up, "\n".join(up)
+
+
+def test_the_layer_check_sees_a_planted_upward_import():
+    planted = {"harness.runs.store": {"harness.report.html"}, "harness.report.html": {"harness.runs.store"}}
+    assert upward_imports(planted) == ["harness.runs.store (layer runs) imports harness.report.html (layer report)"]
+
+
+def test_no_import_cycle_between_the_packages_of_the_harness():
+    """Module cycles are caught above; this catches two packages that lean on each other
+    through different modules (runner -> watch.instruments while watch.session -> runner)."""
+    folders = {p.name for p in (ROOT / "harness").iterdir() if (p / "__init__.py").is_file()}
+
+    def package(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[1] if parts[0] == "harness" and len(parts) > 2 and parts[1] in folders else None
+
+    packages: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        if (source := package(module)) is not None:
+            packages.setdefault(source, set()).update(
+                target for t in targets if (target := package(t)) not in (None, source)
+            )
+    cycle = find_cycle(packages)
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_the_top_of_the_harness_keeps_only_its_public_face():
+    top = sorted(p.name for p in (ROOT / "harness").glob("*.py"))
+    assert len(top) <= TOP_MODULES_AT_MOST, f"{len(top)} modules at the top of harness/: {top}"
 
 
 SUMMARIES = ("mean", "p50", "p95", "max", "count", "hist")

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.matrix import expand, load_spec
-from harness.registry import discover
+from harness.model.registry import discover
+from harness.running.matrix import expand, load_spec
 
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.toml"))
 

@@ -56,7 +56,7 @@ def test_the_diagnoses_page_has_a_row_for_every_registered_rule():
 
 
 def test_the_suites_page_names_every_suite_and_every_spec():
-    from harness.registry import discover
+    from harness.model.registry import discover
 
     page = (ROOT / "docs" / "guide" / "suites.md").read_text()
     suites, _ = discover()

@@ -31,9 +31,9 @@ from harness.ab.sequential import (
     median_sequence,
 )
 from harness.ab.slicing import Block, CellFailed, SliceOptions, Slicer
-from harness.matrix import Cell
-from harness.record import cell_label
-from harness.registry import get_suite
+from harness.model.registry import get_suite
+from harness.running.matrix import Cell
+from harness.runs.record import cell_label
 
 DEFAULT_BUDGET_S = 180.0
 GPU_DEVICES = ("cuda", "gpu", "mps", "xpu")
@@ -130,7 +130,7 @@ def refusal(cell: Cell) -> str | None:
 
 
 def _has_gpu() -> bool:
-    from harness.metadata import gpu_info
+    from harness.running.metadata import gpu_info
 
     return bool(gpu_info()["gpus"])
 

@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.cell.processes import PACKAGE_ROOT
 from harness.errors import UserError
-from harness.processes import PACKAGE_ROOT
 
 GIT_TIMEOUT_S = 120.0
 WORKING_TREE = "working tree"

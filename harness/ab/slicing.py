@@ -47,12 +47,12 @@ from typing import Any
 
 import psutil
 
-from harness import interrupts
 from harness.ab.revisions import Side
-from harness.matrix import Cell
-from harness.processes import alive, child_env, describe_processes, kill_tree, log_tail, marked_processes, tree
-from harness.record import explicit_params
-from harness.vocabulary import Vocabulary
+from harness.cell.processes import alive, child_env, describe_processes, kill_tree, log_tail, marked_processes, tree
+from harness.model.vocabulary import Vocabulary
+from harness.running import interrupts
+from harness.running.matrix import Cell
+from harness.runs.record import explicit_params
 
 # The child runs for a duration, not a fixed amount of work, however the cell was budgeted;
 # long enough that it never stops by itself before the slicer kills it. Its probe's short

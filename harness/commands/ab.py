@@ -12,7 +12,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harness import interrupts, metadata
 from harness.ab.experiment import (
     DEFAULT_BUDGET_S,
     ABOptions,
@@ -24,13 +23,14 @@ from harness.ab.experiment import (
 from harness.ab.revisions import Side, repo_root, sides
 from harness.ab.sequential import DEFAULT_TOLERANCE
 from harness.ab.slicing import SliceOptions
+from harness.analysis.gating import parse_tolerance
 from harness.commands.program import Program
 from harness.commands.sweep import build_overrides
 from harness.errors import UserError
-from harness.gating import parse_tolerance
-from harness.matrix import Cell, Spec, apply_overrides, expand, load_spec
 from harness.report.ab import progress_line, render_ab
-from harness.store import RunStore, utc_now, write_json_atomic
+from harness.running import interrupts, metadata
+from harness.running.matrix import Cell, Spec, apply_overrides, expand, load_spec
+from harness.runs.store import RunStore, utc_now, write_json_atomic
 
 AB_JSON = "ab.json"
 
@@ -141,7 +141,7 @@ def run_ab(cells: list[Cell], base: Side, cand: Side, root: Path, opts: ABOption
         flush=True,
     )
     try:
-        with interrupts.deferred():  # Ctrl-C and SIGTERM act between slices (harness.interrupts)
+        with interrupts.deferred():  # Ctrl-C and SIGTERM act between slices (harness.running.interrupts)
             results = run_all(cells, base, cand, root, opts, on_block, on_cell)
     except KeyboardInterrupt:
         write_json_atomic(path, ab_document(base, cand, opts, results, "interrupted"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.baselines import save
+from harness.analysis.baselines import save
 
 
 def save_main(run_dir: Path, name: str, directory: Path, bound_slack: float) -> int:

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.diagnosis import Finding, diagnose
-from harness.record import Record
 from harness.report import where
 from harness.report.csv import write_csv
 from harness.report.terminal import console_for_stdout, render, render_findings
 from harness.roofline.efficiency import latest_limits, with_efficiency
-from harness.store import RunStore
+from harness.runs.record import Record
+from harness.runs.store import RunStore
 
 
 def all_ok(records: list[Record]) -> int:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from harness.ab.experiment import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
 from harness.ab.sequential import DEFAULT_TOLERANCE
-from harness.comparison import compare_runs
+from harness.analysis.comparison import compare_runs
+from harness.analysis.gating import parse_tolerance
 from harness.errors import UserError
-from harness.gating import parse_tolerance
 from harness.report.terminal import render_compare
 
 FAIL_ON = ("regression",)

@@ -11,7 +11,7 @@ from harness.diagnosis import diagnose
 from harness.diagnosis.findings import severity_rank
 from harness.errors import UserError
 from harness.report.terminal import render_findings
-from harness.store import RunStore
+from harness.runs.store import RunStore
 
 FAIL_ON = ("error", "warning", "info")
 

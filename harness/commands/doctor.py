@@ -1,6 +1,6 @@
 """`harness doctor`: this machine's facts and a short noise reading, with what they mean for
 the smallest difference worth trusting. The reading is kept as <out>/doctor.json; sweeps into
-the same results directory copy it into run.json while it is fresh (harness.execute)."""
+the same results directory copy it into run.json while it is fresh (harness.running.execute)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from harness import machine, noise
 from harness.errors import UserError
-from harness.metadata import gpu_info
-from harness.numbers import readable
+from harness.model.numbers import readable
+from harness.monitors import machine
 from harness.report.terminal import console_for_stdout
-from harness.store import utc_now, write_json_atomic
+from harness.running import noise
+from harness.running.metadata import gpu_info
+from harness.runs.store import utc_now, write_json_atomic
 
 SECONDS_MIN, SECONDS_MAX = 2.0, 600.0
 STEAL_WARN_PCT = 2.0

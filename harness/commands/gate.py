@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import baselines
 from harness.ab.experiment import ABOptions
 from harness.ab.revisions import repo_root, sides
+from harness.analysis import baselines
+from harness.analysis.gating import DEFAULT_TOLERANCE, GateOptions, evaluate, parse_metrics, parse_tolerance
 from harness.commands.ab import check_sliceable, run_ab
 from harness.errors import UserError
-from harness.execute import stored_cells
-from harness.gating import DEFAULT_TOLERANCE, GateOptions, evaluate, parse_metrics, parse_tolerance
 from harness.report.gate import render_gate, write_markdown
-from harness.store import RunStore, write_json_atomic
+from harness.running.execute import stored_cells
+from harness.runs.store import RunStore, write_json_atomic
 
 GATE_JSON = "gate.json"
 GATE_MD = "gate.md"

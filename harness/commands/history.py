@@ -7,10 +7,10 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from harness.registry import vocabulary_of
+from harness.analysis.trend import collect
+from harness.model.registry import vocabulary_of
 from harness.report.history_html import write_chart
 from harness.report.terminal import console_for_stdout
-from harness.trend import collect
 
 
 def main(suite: str | None, metric: str | None, results: Path, html: Path | None) -> int:

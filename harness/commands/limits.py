@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.errors import UserError
-from harness.params import parse_assignments
-from harness.record import Record
+from harness.model.params import parse_assignments
 from harness.roofline import IPC, TRANSPORTS
 from harness.roofline.measure import measure, plan
+from harness.runs.record import Record
 
 
 def main(

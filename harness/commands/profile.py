@@ -12,11 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.errors import UserError
-from harness.execute import new_run
-from harness.matrix import single_cell
-from harness.pyspy import profile_paths, py_spy, record_command
+from harness.monitors.pyspy import profile_paths, py_spy, record_command
 from harness.report.terminal import render
-from harness.runner import CellRunner
+from harness.running.execute import new_run
+from harness.running.matrix import single_cell
+from harness.running.runner import CellRunner
 
 
 def main(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harness.commands.common import write_reports
 from harness.report.terminal import render
-from harness.store import RunStore
+from harness.runs.store import RunStore
 
 
 def main(run_dir: Path, csv: bool, html: bool = False, markdown: bool = False) -> int:

@@ -7,18 +7,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import interrupts
-from harness.execute import execute, new_run, run_state
-from harness.executors import get_executor
-from harness.matrix import single_cell
-from harness.progress import Progress
 from harness.report.evidence import number
 from harness.report.terminal import console_for_stdout, render
+from harness.running import interrupts
+from harness.running.execute import execute, new_run, run_state
+from harness.running.executors import get_executor
+from harness.running.matrix import single_cell
+from harness.running.progress import Progress
 
 
 def main(suite_name: str, sets: list[str] | None, budget: dict[str, Any], as_json: bool, out: Path) -> int:
     spec, cell = single_cell("run", suite_name, sets, **budget)
-    with interrupts.deferred():  # Ctrl-C acts at safe points only (harness.interrupts)
+    with interrupts.deferred():  # Ctrl-C acts at safe points only (harness.running.interrupts)
         store = new_run(out, spec, [cell], sys.argv)
         with run_state(store):
             interrupts.check()

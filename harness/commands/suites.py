@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from harness.params import describe_params
-from harness.registry import discover, not_ready
+from harness.model.params import describe_params
+from harness.model.registry import discover, not_ready
 from harness.report.terminal import console_for_stdout
 
 

@@ -6,17 +6,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import interrupts
 from harness.commands.common import all_ok, finish_report
 from harness.commands.program import Program
 from harness.errors import UserError
-from harness.execute import check_resume, execute, mark_finished, new_run, run_state, stored_cells
-from harness.executors import get_executor
-from harness.matrix import Overrides, Spec, apply_overrides, expand, load_spec
-from harness.params import parse_assignments, parse_list
-from harness.progress import Progress
-from harness.registry import ready_suite
-from harness.store import RunStore
+from harness.model.params import parse_assignments, parse_list
+from harness.model.registry import ready_suite
+from harness.running import interrupts
+from harness.running.execute import check_resume, execute, mark_finished, new_run, run_state, stored_cells
+from harness.running.executors import get_executor
+from harness.running.matrix import Overrides, Spec, apply_overrides, expand, load_spec
+from harness.running.progress import Progress
+from harness.runs.store import RunStore
 
 
 def build_overrides(
@@ -60,7 +60,7 @@ def main(
         raise UserError("--retry-failed re-runs the failed cells of a run: use it with --resume RUN_DIR")
     if force and resume is None:
         raise UserError("--force resumes a run measured at another commit: use it with --resume RUN_DIR")
-    with interrupts.deferred():  # Ctrl-C and SIGTERM act at safe points only (harness.interrupts)
+    with interrupts.deferred():  # Ctrl-C and SIGTERM act at safe points only (harness.running.interrupts)
         if resume is not None:
             store = RunStore.open(resume)
             cells = stored_cells(store)

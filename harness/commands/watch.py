@@ -1,5 +1,5 @@
 """`harness watch -- CMD ...` / `harness watch --pid PID`: the instruments over a program
-nobody changed, then the findings and reports a sweep gives (harness.watch.session)."""
+nobody changed, then the findings and reports a sweep gives (harness.running.watching)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 from harness.commands.common import finish_report
 from harness.errors import UserError
 from harness.monitors.logrates import compile_pattern
+from harness.running.watching import check_target, watch
 from harness.watch.instruments import WatchOptions
-from harness.watch.session import check_target, watch
 
 RATE_RANGE = (1, 10_000)
 

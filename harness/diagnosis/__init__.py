@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from harness.diagnosis.findings import SEVERITY_ORDER, Finding, severity_rank
 from harness.diagnosis.rules import RULES
 from harness.diagnosis.view import RunView
-from harness.record import Record, group_by_cell
-from harness.workshare import usable_cores
+from harness.model.workshare import usable_cores
+from harness.runs.record import Record, group_by_cell
 
 __all__ = ["Finding", "RULES", "RunView", "SEVERITY_ORDER", "diagnose"]
 

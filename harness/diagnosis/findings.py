@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness.numbers import readable
+from harness.model.numbers import readable
 
 SEVERITIES = ("error", "warning", "info")
 SEVERITY_ORDER = {name: rank for rank, name in enumerate(SEVERITIES)}
@@ -29,5 +29,5 @@ def severity_rank(severity: str) -> int:
 
 
 def fmt(x: float) -> str:
-    """A number in a hint: three significant digits, large values whole (harness.numbers)."""
+    """A number in a hint: three significant digits, large values whole (harness.model.numbers)."""
     return readable(x, 3)

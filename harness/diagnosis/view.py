@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from harness.record import CellGroup, declared_headline, incomparable_rates
+from harness.runs.record import CellGroup, declared_headline, incomparable_rates
 
 
 @dataclass

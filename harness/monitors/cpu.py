@@ -9,9 +9,9 @@ from typing import Any
 
 import psutil
 
+from harness.cell.processes import tree
 from harness.monitors.base import MonitorResult
 from harness.monitors.others import OthersMeter
-from harness.processes import tree
 
 
 @dataclass
@@ -142,7 +142,7 @@ class CpuMonitor:
             m["cpu_util_mean"] = float(np.mean(self._util))
             m["cpu_util_p95"] = float(np.percentile(self._util, 95))
         if self._others:
-            from harness.stats import rise
+            from harness.model.stats import rise
 
             times, others = zip(*self._others, strict=True)
             m["cpu_others_mean"] = sum(others) / len(others)

@@ -9,7 +9,7 @@ becomes per minute). A user pattern (`--rate-regex`) needs a group named `value`
 exactly one group); groups `unit` and `per` name it the same way, else it is `log_rate`.
 
 Metrics per rate: its median over the run, its drift (`<rate>_drift_pct_per_min` and
-`_drift_se`, the least-squares slope as in harness.stats, so the DRIFT rule reads a log
+`_drift_se`, the least-squares slope as in harness.model.stats, so the DRIFT rule reads a log
 like a probe's counter; `_drift_span_s`, the seconds the rate lines cover, less than the
 window when the program logs its first rate late, after importing torch for instance), `<rate>_points`; and log_lines, log_rate_lines.
 """
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
+from harness.model.stats import drift_pct_per_min
 from harness.monitors.base import MonitorResult
-from harness.stats import drift_pct_per_min
 
 DEFAULT_PATTERN = (
     r"(?P<value>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z][A-Za-z_.-]*?)\s*"

@@ -33,8 +33,8 @@ from typing import Any
 
 import psutil
 
+from harness.cell.processes import tree
 from harness.monitors.base import MonitorResult
-from harness.processes import tree
 
 PERIOD_S = 0.5  # as the CPU monitor: most of a tick is the walk of /proc that finds the tree
 PSS_BUDGET = 0.01  # share of one core the scheduled PSS readings may cost

@@ -15,7 +15,7 @@ import time
 
 import psutil
 
-from harness import machine
+from harness.monitors import machine
 
 _IDLE_FIELDS = (3, 4)  # idle, iowait
 _FIELDS = 8  # user nice system idle iowait irq softirq steal (guest time is inside user)

@@ -25,8 +25,8 @@ from typing import Any
 
 import psutil
 
+from harness.cell.processes import tree
 from harness.monitors.base import MonitorResult
-from harness.processes import tree
 
 PER_THREAD_MAX = 64
 MAX_SHARE = 0.02  # the sampler's own CPU, as a share of one core

@@ -37,10 +37,10 @@ from typing import Any
 
 import psutil
 
+from harness.cell.processes import ask_death_signal, tree
+from harness.model.workshare import usable_cores
 from harness.monitors.base import MonitorResult
-from harness.processes import ask_death_signal, tree
-from harness.pyspy import PTRACE_HINT, py_spy
-from harness.workshare import usable_cores
+from harness.monitors.pyspy import PTRACE_HINT, py_spy
 
 MIN_RATE_HZ = 1
 MAX_RATE_HZ = 100

@@ -1,7 +1,7 @@
 """compare.html: two runs side by side, as `harness compare --html` writes it.
 
 A ratio chart for the metrics with a direction, every ratio in a sortable table, and the
-cells that could not be matched. Built from harness.comparison's data with the run
+cells that could not be matched. Built from harness.analysis.comparison's data with the run
 report's page pieces (escaping, tables, plotly embedding).
 """
 

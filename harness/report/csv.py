@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.results import cells_frame, summary_frame
+from harness.runs.results import cells_frame, summary_frame
 
 
 def write_csv(run_dir: Path, records: list[dict[str, Any]]) -> list[Path]:

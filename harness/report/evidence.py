@@ -5,7 +5,7 @@ Rules keep their evidence as plain data (`harness diagnose --json` prints it who
 module only decides how it reads. Numbers get four significant digits (`0.6038`, `10.4`,
 `23,980`), never sixteen. Two shapes read as sentences rather than as nested data:
 
-- an interval, a mapping with `ratio`, `low` and `high` (harness.stats.ratio_of_medians):
+- an interval, a mapping with `ratio`, `low` and `high` (harness.model.stats.ratio_of_medians):
   `0.38x (95 % CI 0.31-0.45)`, or `0.38x (one repeat a side: no interval)` when it collapsed;
 - a change, a mapping with `before` and `after` (and optionally `metric`, `at`, `before_at`,
   `after_at`, and an interval's keys): `games_per_s 10.4 @4 -> 3.99 @128 workers (0.38x, 95 % CI ...)`.
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.numbers import readable
+from harness.model.numbers import readable
 
 SIGNIFICANT = 4
 INTERVAL_KEYS = ("ratio", "low", "high")
@@ -33,7 +33,7 @@ Row = tuple[str, str]
 
 
 def number(value: Any) -> str:
-    """One number as people read it (harness.numbers.readable, four significant digits)."""
+    """One number as people read it (harness.model.numbers.readable, four significant digits)."""
     return readable(value, SIGNIFICANT)
 
 

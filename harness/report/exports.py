@@ -43,7 +43,7 @@ class Measurement:
 def measurements(run_dir: Path, metrics: list[str] | None) -> tuple[dict[str, Any], list[Measurement]]:
     """run.json's facts and every (cell, metric) with a successful repeat; the default
     metrics are every rate (harness.report.pyperf.default_metrics)."""
-    from harness.baselines import load_run
+    from harness.analysis.baselines import load_run
     from harness.report.pyperf import default_metrics
 
     run = load_run(run_dir)

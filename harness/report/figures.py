@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.record import Record, declared_headline, incomparable_rates, number
-from harness.registry import vocabulary_of
+from harness.model.registry import vocabulary_of
+from harness.runs.record import Record, declared_headline, incomparable_rates, number
 
 Figure = dict[str, Any]
 

@@ -1,4 +1,4 @@
-"""A gate result (harness.gating.evaluate) as a terminal table and as markdown for CI."""
+"""A gate result (harness.analysis.gating.evaluate) as a terminal table and as markdown for CI."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.trend import series
+from harness.analysis.trend import series
 
 
 def write_chart(path: Path, metric: str, rows: list[dict[str, Any]]) -> None:

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.diagnosis.findings import severity_rank
-from harness.record import Record, number
-from harness.registry import vocabulary_of
+from harness.model.registry import vocabulary_of
 from harness.report import evidence, figures, where
 from harness.report.html_page import Charts, Raw, esc, fmt, page, table
 from harness.report.markdown import run_end
 from harness.report.spread import spread_warnings
+from harness.runs.record import Record, number
 
 REPORT_FILE = "report.html"
 MAX_TABLE_METRICS = 8

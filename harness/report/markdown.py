@@ -12,12 +12,12 @@ from typing import Any
 import pandas as pd
 
 from harness.diagnosis.findings import severity_rank
-from harness.numbers import readable
-from harness.record import Record
+from harness.model.numbers import readable
 from harness.report import evidence
 from harness.report.figures import primary_rate, varying_params
 from harness.report.html_page import fmt
-from harness.results import summary_frame
+from harness.runs.record import Record
+from harness.runs.results import summary_frame
 
 MARKDOWN_FILE = "summary.md"
 MAX_METRICS = 4

@@ -22,9 +22,9 @@ import math
 import re
 from pathlib import Path
 
-from harness.baselines import load_run
+from harness.analysis.baselines import load_run
 from harness.errors import UserError
-from harness.record import CellGroup
+from harness.runs.record import CellGroup
 
 _TIME_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 _RATE_SCALE = {"s": 1.0, "min": 60.0, "h": 3600.0}

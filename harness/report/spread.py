@@ -8,8 +8,8 @@ SPREAD_WARN_PCT, naming the cell, its numbers, and what to do.
 
 from __future__ import annotations
 
-from harness.record import Record, group_by_cell
-from harness.stats import spread_pct
+from harness.model.stats import spread_pct
+from harness.runs.record import Record, group_by_cell
 
 SPREAD_WARN_PCT = 10.0
 

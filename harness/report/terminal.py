@@ -10,12 +10,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.record import Record
-from harness.registry import vocabulary_of
+from harness.model.registry import vocabulary_of
 from harness.report import evidence
 from harness.report.figures import primary_rate
 from harness.report.spread import spread_warnings
-from harness.results import param_columns, summary_frame
+from harness.runs.record import Record
+from harness.runs.results import param_columns, summary_frame
 
 MAX_METRICS = 7
 PIPE_WIDTH = 160  # when stdout is a file or CI log, 80 columns would fold every table

@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.record import Record
 from harness.report import figures
+from harness.runs.record import Record
 
 CATEGORIES = ("compute", "torch", "ipc", "gil_wait", "sleep", "blocked", "cuda_sync")
 TERMINAL_PROCESSES = 8

@@ -136,7 +136,7 @@ def timer(target: str) -> Callable[[int, int, dict[str, Any]], float]:
 
 def suite_benchmark(part: str) -> Any:
     """The LimitBenchmark that `SUITE.NAME` names."""
-    from harness.registry import get_suite
+    from harness.model.registry import get_suite
 
     suite, _, name = part.partition(".")
     for bench in get_suite(suite).words.limits:

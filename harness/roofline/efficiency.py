@@ -13,10 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.errors import UserError
-from harness.record import Record
-from harness.registry import vocabulary_of
+from harness.model.registry import vocabulary_of
 from harness.roofline import SUITE
-from harness.store import RunStore
+from harness.runs.record import Record
+from harness.runs.store import RunStore
 
 
 def load_limits(run_dir: Path) -> list[Record]:

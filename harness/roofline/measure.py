@@ -19,15 +19,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness import metadata
+from harness.cell.processes import PACKAGE_ROOT
 from harness.errors import UserError
-from harness.matrix import cell_id
-from harness.processes import PACKAGE_ROOT
-from harness.record import Record
-from harness.registry import discover
+from harness.model.registry import discover
+from harness.model.vocabulary import LimitBenchmark
 from harness.roofline import IPC, SUITE, TRANSPORTS
-from harness.store import RunStore, utc_now
-from harness.vocabulary import LimitBenchmark
+from harness.running import metadata
+from harness.running.matrix import cell_id
+from harness.runs.record import Record
+from harness.runs.store import RunStore, utc_now
 
 PYPERF_FILE = "pyperf.json"
 LOG_FILE = "logs/limits.log"

@@ -1,7 +1,7 @@
 """The instruments over one program, as one monitor: start them on a process tree, stop them,
 and get the combined metrics, series and cost.
 
-Used two ways: `harness watch` (harness.watch.session) around a command or a running PID,
+Used two ways: `harness watch` (harness.running.watching) around a command or a running PID,
 and the cell runner around every cell of a suite that sets `Suite.watch` (a program the
 suite only launches). The parts: py-spy stacks (harness.monitors.stacks), /proc traffic
 and scheduling (harness.monitors.procstat), the torch hook (harness.monitors.torch_calls),

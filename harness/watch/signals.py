@@ -1,5 +1,5 @@
 """What the instruments saw, as a record's metrics: the where-the-time-went tables per role
-and per process, time series, and the generic signals (harness.vocabulary.SIGNALS) that
+and per process, time series, and the generic signals (harness.model.vocabulary.SIGNALS) that
 the diagnosis rules read.
 
 Each signal is taken from the process or role where the symptom is strongest, and comes

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.store import RunStore
+from harness.runs.store import RunStore
 from tests.records import make_record
 
 SPIN = {"kind": "spin", "workers": 1, "unit_size": 20000, "slowdown": 1.0, "fail": "none"}

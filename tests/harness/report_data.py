@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.record import Record
-from harness.store import RunStore
+from harness.runs.record import Record
+from harness.runs.store import RunStore
 from tests.records import make_record
 
 XSS = "<script>alert(1)</script>"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import registry
-from harness.processes import PACKAGE_ROOT
+from harness.cell.processes import PACKAGE_ROOT
+from harness.model import registry
 from tests.conftest import processes_mentioning, run_dirs
 
 TOY = '''
@@ -230,8 +230,8 @@ def test_positional_arguments_and_options(tmp_path):
 def test_each_side_gets_the_cells_explicit_params_and_fills_in_its_own_defaults():
     """A knob added since the base revision, at its default, must not reach the base (it
     would refuse the cell as an unknown key); what the cell names explicitly does."""
-    from harness.matrix import Overrides, Spec, apply_overrides, expand
-    from harness.record import explicit_params
+    from harness.running.matrix import Overrides, Spec, apply_overrides, expand
+    from harness.runs.record import explicit_params
 
     (cell,) = expand(apply_overrides(Spec(), Overrides(suite="synthetic", axes={"workers": [2]})))
     assert len(cell.params) > 1  # complete: every default filled in

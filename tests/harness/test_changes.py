@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.changes import ALPHA, change_points
+from harness.analysis.changes import ALPHA, change_points
 
 
 def test_a_step_and_a_dip_are_found_where_they_are():

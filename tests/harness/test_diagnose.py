@@ -5,7 +5,7 @@ import json
 import pytest
 
 from harness.diagnosis import diagnose
-from harness.store import RunStore
+from harness.runs.store import RunStore
 from tests.conftest import read_records, run_dirs
 from tests.records import make_record
 

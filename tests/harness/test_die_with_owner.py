@@ -19,7 +19,7 @@ SPEC = json.dumps({"suite": "synthetic", "params": {"kind": "spin", "workers": 1
 OWNER = textwrap.dedent(
     """
     import subprocess, sys, time
-    from harness.processes import child_env
+    from harness.cell.processes import child_env
     cell = subprocess.Popen([sys.executable, "-m", "harness.cell", sys.argv[2], sys.argv[1]],
                             start_new_session=True, env=child_env("t-0"))
     print(cell.pid, flush=True)
@@ -69,7 +69,7 @@ def test_a_cells_group_dies_with_its_sigkilled_owner(tmp_path, stopped):
 
 def test_a_cell_runs_on_after_the_sigconts_an_ab_sends(tmp_path):
     """The death signal's handler must not take the SIGCONT of every slice for the owner's death."""
-    from harness.processes import child_env
+    from harness.cell.processes import child_env
 
     cell = subprocess.Popen(
         [sys.executable, "-m", "harness.cell", SPEC, str(tmp_path / "s.jsonl")],

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from harness import machine, noise
+from harness.monitors import machine
+from harness.running import noise
 from tests.conftest import run_dirs
 
 

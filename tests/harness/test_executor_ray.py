@@ -45,8 +45,8 @@ def test_ray_sweep_matches_local_rows_and_cleans_up(cli, tmp_path):
 
 
 def test_cells_that_cannot_fit_are_refused_up_front():
-    from harness.executors.ray import refuse_what_cannot_fit
-    from harness.matrix import Overrides, Spec, apply_overrides, expand
+    from harness.running.executors.ray import refuse_what_cannot_fit
+    from harness.running.matrix import Overrides, Spec, apply_overrides, expand
 
     cells = expand(apply_overrides(Spec(), Overrides(suite="synthetic", axes={"workers": ["1", "64"]})))
     with pytest.raises(UserError, match="cannot fit"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.store import RunStore
+from harness.runs.store import RunStore
 from tests.records import make_record
 
 

@@ -82,7 +82,7 @@ def test_github_action_export_matches_its_schema_one_direction_per_file(cli, run
 
 
 def test_github_action_refuses_to_mix_directions(cli, tmp_path):
-    from harness.store import RunStore
+    from harness.runs.store import RunStore
     from tests.records import make_record
 
     store = RunStore.create(tmp_path, "t", {"cells": []})

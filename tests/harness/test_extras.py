@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from harness import registry
+from harness.model import registry
 
 NEEDY = "needy=tests.toys.toy_suite:NEEDY"
 HEAVY = ("torch", "numba", "gymnasium", "ray")
@@ -40,9 +40,9 @@ def test_the_harness_imports_no_heavy_extra():
     code = (
         "import pkgutil, importlib, sys, harness\n"
         "for m in pkgutil.walk_packages(harness.__path__, 'harness.'):\n"
-        "    if m.name != 'harness.executors.ray':\n"
+        "    if m.name != 'harness.running.executors.ray':\n"
         "        importlib.import_module(m.name)\n"
-        "from harness.registry import discover\n"
+        "from harness.model.registry import discover\n"
         "discover()\n"
         f"print(sorted(set({HEAVY!r}) & set(sys.modules)))\n"
     )

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from harness.baselines import load as load_baseline
-from harness.baselines import load_run
+from harness.analysis.baselines import load as load_baseline
+from harness.analysis.baselines import load_run
+from harness.analysis.gating import GateOptions, evaluate, is_throughput, parse_tolerance
 from harness.errors import UserError
-from harness.gating import GateOptions, evaluate, is_throughput, parse_tolerance
-from harness.record import CellGroup
+from harness.runs.record import CellGroup
 from tests.conftest import run_dirs
 from tests.harness.constructed_runs import SPIN, cells, make_run, record
 
@@ -240,7 +240,7 @@ def test_history_keys_runs_by_machine_and_marks_the_change(cli, tmp_path):
     assert result.exit_code == 0, result.output
     assert "on ci-1 / EPYC / no GPU" in result.output and "on laptop / M2 / RTX 4090" in result.output
     assert "1 change point(s) over 2 machine(s)" in result.output
-    from harness.trend import collect
+    from harness.analysis.trend import collect
 
     _, rows = collect(results, "synthetic", None)
     changed = [r for r in rows if r["change"] is not None]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from harness.roofline.efficiency import efficiency, latest_limits, load_limits, rate_at, with_efficiency
-from harness.store import RunStore
+from harness.runs.store import RunStore
 from tests.conftest import read_records, run_dirs
 from tests.records import make_record
 

@@ -3,8 +3,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.errors import UserError
-from harness.matrix import Overrides, Spec, apply_overrides, expand, load_spec
-from harness.params import parse_assignments
+from harness.model.params import parse_assignments
+from harness.running.matrix import Overrides, Spec, apply_overrides, expand, load_spec
 
 
 def test_lists_become_axes_and_ids_are_stable(tmp_path):

@@ -11,8 +11,8 @@ import time
 
 import psutil
 
+from harness.cell.processes import tree
 from harness.monitors.memory import MemoryMonitor
-from harness.processes import tree
 
 # 64 MB touched by the parent, then 32 forked workers that only read it: shared pages.
 FORKED_POOL = """

@@ -4,10 +4,10 @@ import json
 
 import psutil
 
-from harness.matrix import Cell, cell_id
-from harness.pyspy import _why, dump_stacks
-from harness.runner import CellRunner
-from harness.store import RunStore
+from harness.monitors.pyspy import _why, dump_stacks
+from harness.running.matrix import Cell, cell_id
+from harness.running.runner import CellRunner
+from harness.runs.store import RunStore
 from tests.conftest import processes_mentioning, read_records, run_dirs
 
 

@@ -65,8 +65,8 @@ def test_a_sweep_of_a_running_average_program_finds_the_drift_and_the_disagreeme
 def test_a_logged_value_is_a_quality_target(tmp_path, monkeypatch):
     """`--target loss<=0.01` on a program that logs its loss: the cell stops once it is met,
     and the record has the time to target. The command suite accepts a target on any key."""
-    from harness.matrix import Overrides, Spec, apply_overrides, expand
-    from harness.targets import Target
+    from harness.cell.targets import Target
+    from harness.running.matrix import Overrides, Spec, apply_overrides, expand
 
     spec = apply_overrides(Spec(), Overrides(suite="command", axes={"argv": ["python p.py"]}, target="loss<=0.01"))
     assert expand(spec)[0].target == "loss<=0.01"

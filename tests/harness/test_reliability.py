@@ -10,8 +10,8 @@ import time
 import pytest
 
 from harness.probe import SuiteError
-from harness.runner import marked_processes
-from harness.store import RunStore
+from harness.running.runner import marked_processes
+from harness.runs.store import RunStore
 from suites.synthetic.faults import blow_up_memory
 from tests.conftest import processes_mentioning, read_records, run_dirs
 

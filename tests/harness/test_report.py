@@ -6,14 +6,14 @@ import sys
 
 import pandas as pd
 
-from harness.comparison import compare_runs
-from harness.registry import vocabulary_of
+from harness.analysis.comparison import compare_runs
+from harness.model.registry import vocabulary_of
+from harness.model.vocabulary import direction
 from harness.report.compare_html import render_compare
 from harness.report.csv import write_csv
 from harness.report.html import render_run
 from harness.report.markdown import render as render_markdown
-from harness.store import RunStore
-from harness.vocabulary import direction
+from harness.runs.store import RunStore
 from tests.harness.report_data import FINDINGS, XSS, make_run, record
 
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"

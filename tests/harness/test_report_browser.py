@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import RunStore
+from harness.runs.store import RunStore
 from tests.conftest import run_dirs
 from tests.harness.report_data import FINDINGS, XSS, make_run
 

@@ -10,7 +10,7 @@ import re
 from html import unescape
 from pathlib import Path
 
-from harness.store import RunStore
+from harness.runs.store import RunStore
 from tests.conftest import run_dirs
 from tests.harness.constructed_runs import SPIN, record
 

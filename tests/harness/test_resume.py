@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from harness.store import RunStore
+from harness.runs.store import RunStore
 from tests.conftest import read_records, run_dirs
 
 # exits 3 until the flag file exists: a cell that fails once and then works

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from harness.stats import drift_pct_per_min, ratio_of_medians, rise, verdict
+from harness.model.stats import drift_pct_per_min, ratio_of_medians, rise, verdict
 
 
 def test_ratio_interval_brackets_a_clear_slowdown():

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from harness import registry
+from harness.model import registry
 from tests.conftest import run_dirs
 
 TOY = "toy=tests.toys.toy_suite:SUITE"

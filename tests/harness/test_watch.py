@@ -20,9 +20,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from harness.cell.processes import child_env, marked_processes
 from harness.diagnosis import diagnose
-from harness.processes import child_env, marked_processes
-from harness.store import RunStore
+from harness.runs.store import RunStore
 from tests.conftest import run_dirs
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"

@@ -13,9 +13,9 @@ import pytest
 
 from harness.diagnosis import diagnose
 from harness.errors import UserError
+from harness.model.vocabulary import WATCH_SUITE
 from harness.monitors.logrates import DEFAULT_PATTERN, LogRatesMonitor, compile_pattern, parse_line, rate_name
 from harness.monitors.torch_calls import TorchCallsMonitor, hook_env
-from harness.vocabulary import WATCH_SUITE
 from harness.watch import breakdown, roles
 from harness.watch.chrometrace import ThreadTimeline, parse
 from harness.watch.classify import Frame, classify, entry_function

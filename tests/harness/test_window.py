@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.cell.steady import Steady, settled
+from harness.cell.targets import Target
 from harness.probe import Probe, Rate
-from harness.steady import Steady, settled
-from harness.targets import Target
 
 GAMES = Rate("games", per="min", made_of="moves")
 
@@ -203,7 +203,7 @@ def test_the_warm_up_test_imports_no_scipy_in_the_cells_main_process():
     import sys
 
     code = (
-        "import sys; from harness.probe import Probe, Rate; from harness.steady import Steady\n"
+        "import sys; from harness.probe import Probe, Rate; from harness.cell.steady import Steady\n"
         "t = [0.0]; p = Probe(duration_s=1, clock=lambda: t[0], steady=Steady(period_s=0.1), rates=(Rate('units'),))\n"
         "while p.current_phase == 'warmup':\n"
         "    t[0] += 0.05; p.count('units', 10 + 100 * t[0]); p.should_stop()\n"

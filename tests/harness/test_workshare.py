@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.workshare import resolve_workers, split_work, usable_cores
+from harness.model.workshare import resolve_workers, split_work, usable_cores
 
 
 @given(total=st.integers(0, 100_000), workers=st.integers(1, 1024))

@@ -148,7 +148,7 @@ def test_shared_tables_are_refused_on_ray():
 
 @pytest.mark.parametrize("suite", ["mccfr", "selfplay"])
 def test_without_ray_the_backends_say_how_to_install_it(monkeypatch, suite):
-    from harness.registry import get_suite
+    from harness.model.registry import get_suite
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     params = {"game": "kuhn"} if suite == "mccfr" else TINY_NET

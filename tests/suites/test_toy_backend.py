@@ -5,7 +5,7 @@ in a fresh interpreter, find it through HARNESS_PLUGINS and run it."""
 import pytest
 from pydantic import ValidationError
 
-import harness.registry as registry
+import harness.model.registry as registry
 from tests.conftest import read_records, run_dirs
 
 

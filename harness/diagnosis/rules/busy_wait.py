@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.diagnosis.findings import Finding, fmt
 from harness.diagnosis.view import RunView
-from harness.record import CellGroup
+from harness.runs.record import CellGroup
 
 RULE = "BUSY_WAIT"
 CPU_PER_WAIT_S = 0.05  # a waiting process burning >= 5 % of a core polls instead of blocking

@@ -26,7 +26,7 @@ import statistics
 
 from harness.diagnosis.findings import Finding, fmt
 from harness.diagnosis.view import RunView
-from harness.record import CellGroup
+from harness.runs.record import CellGroup
 
 RULE = "DRIFT"
 SLOPE_PCT_PER_MIN = -2.0  # a slope below this ...

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from harness.diagnosis.findings import Finding, fmt
 from harness.diagnosis.view import RunView
-from harness.stats import ratio_of_medians, verdict
+from harness.model.stats import ratio_of_medians, verdict
 
 RULE = "NEGATIVE_SCALING"
 TOLERANCE = 0.05  # with repeats: the interval's upper end must lie below 1 - this

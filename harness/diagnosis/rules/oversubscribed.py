@@ -9,7 +9,7 @@ from __future__ import annotations
 from harness.diagnosis.findings import Finding
 from harness.diagnosis.view import RunView
 from harness.errors import UserError
-from harness.registry import get_suite
+from harness.model.registry import get_suite
 
 RULE = "OVERSUBSCRIBED"
 

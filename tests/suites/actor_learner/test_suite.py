@@ -154,7 +154,7 @@ def test_an_event_bell_rechecks_readiness_after_clearing() -> None:
 
 @pytest.mark.parametrize("backend", ["sequential", "processes"])
 def test_a_return_target_is_checked_with_learners_held_still(backend: str) -> None:
-    from harness.targets import Target
+    from harness.cell.targets import Target
 
     probe = Probe(duration_s=30, target=Target.parse("mean_return>=9"), target_every_s=0.1, rates=SUITE.words.rates)
     metrics = run(probe, backend=backend, **{**TINY, "epochs": 1})
@@ -163,7 +163,7 @@ def test_a_return_target_is_checked_with_learners_held_still(backend: str) -> No
 
 
 def test_a_quality_check_pauses_the_learners_around_the_evaluation() -> None:
-    from harness.targets import Target
+    from harness.cell.targets import Target
     from suites.actor_learner.backends.plumbing import check_quality
 
     calls = []

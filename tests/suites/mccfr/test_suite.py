@@ -80,7 +80,7 @@ def test_sequential_warns_about_ignored_workers():
 
 @pytest.mark.parametrize(("backend", "workers", "staleness"), [("sequential", 1, 1), ("processes", 2, 2)])
 def test_a_nashconv_target_is_met_and_timed_on_merged_tables(backend, workers, staleness):
-    from harness.targets import Target
+    from harness.cell.targets import Target
 
     probe = Probe(duration_s=60, target=Target.parse("nash_conv<=0.2"), target_every_s=0.05, rates=SUITE.words.rates)
     SUITE.run(

@@ -158,5 +158,5 @@ def for_run(results: Path, hostname: str) -> dict[str, Any]:
     }
 
 
-if __name__ == "__main__":  # python -m harness.noise [SECONDS]
+if __name__ == "__main__":  # python -m harness.running.noise [SECONDS]
     print(json.dumps(reading(float(sys.argv[1]) if len(sys.argv) > 1 else 20.0), indent=2))

@@ -21,12 +21,7 @@ from typing import Any
 
 import psutil
 
-from harness import interrupts
-from harness.errors import UserError
-from harness.matrix import Cell
-from harness.monitors import Monitor, MonitorResult, default_monitors
-from harness.monitors.memory import LimitHit, MemoryMonitor
-from harness.processes import (
+from harness.cell.processes import (
     alive,
     child_env,
     describe_exit,
@@ -36,11 +31,16 @@ from harness.processes import (
     marked_processes,
     tree,
 )
-from harness.pyspy import dump_stacks
-from harness.record import Record
-from harness.registry import get_suite
-from harness.store import RunStore, utc_now
-from harness.suite import MEMORY_LIMIT_ENV
+from harness.errors import UserError
+from harness.model.registry import get_suite
+from harness.model.suite import MEMORY_LIMIT_ENV
+from harness.monitors import Monitor, MonitorResult, default_monitors
+from harness.monitors.memory import LimitHit, MemoryMonitor
+from harness.monitors.pyspy import dump_stacks
+from harness.running import interrupts
+from harness.running.matrix import Cell
+from harness.runs.record import Record
+from harness.runs.store import RunStore, utc_now
 
 # Called at a deadline, before anything is killed, with the cell's live processes and the
 # store; returns a path (relative to the run directory) of what it saved, or None.
@@ -271,7 +271,7 @@ class CellRunner:
 
 
 def wait_or_interrupt(proc: subprocess.Popen[bytes], timeout: float) -> None:
-    """proc.wait(timeout), checking for a Ctrl-C recorded by harness.interrupts every
+    """proc.wait(timeout), checking for a Ctrl-C recorded by harness.running.interrupts every
     POLL_S: the interrupt is raised here, in ordinary code, so the caller's cleanup runs."""
     deadline = time.monotonic() + timeout
     while True:

@@ -15,14 +15,14 @@ import time
 import traceback
 from typing import Any
 
+from harness.cell.processes import die_with_owner
+from harness.cell.steady import DEFAULT_CAP_S, Steady
+from harness.cell.targets import DEFAULT_EVERY_S, Target
 from harness.errors import UserError
-from harness.params import validate
+from harness.model.params import validate
+from harness.model.registry import ready_suite
+from harness.model.workshare import resolve_workers
 from harness.probe import Probe, Suite, SuiteError
-from harness.processes import die_with_owner
-from harness.registry import ready_suite
-from harness.steady import DEFAULT_CAP_S, Steady
-from harness.targets import DEFAULT_EVERY_S, Target
-from harness.workshare import resolve_workers
 
 TRACEBACK_LINES = 12
 

@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.progress import Progress as RichProgress
 
-from harness.matrix import Cell
-from harness.numbers import readable
-from harness.record import Record, declared_headline, number
-from harness.registry import vocabulary_of
+from harness.model.numbers import readable
+from harness.model.registry import vocabulary_of
+from harness.running.matrix import Cell
+from harness.runs.record import Record, declared_headline, number
 
 
 def varying_keys(cells: list[Cell]) -> set[str]:

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from harness.errors import UserError
-from harness.executors.base import Executor
+from harness.running.executors.base import Executor
 
 EXECUTORS = ("local", "ray")
 
 
 def get_executor(name: str, address: str | None = None) -> Executor:
     if name == "local":
-        from harness.executors.local import LocalExecutor
+        from harness.running.executors.local import LocalExecutor
 
         return LocalExecutor()
     if name == "ray":
         try:
-            from harness.executors.ray import RayExecutor
+            from harness.running.executors.ray import RayExecutor
         except ImportError as exc:
             raise UserError(f'--executor ray needs Ray: pip install -e ".[ray]" ({exc})') from None
         return RayExecutor(address=address)

@@ -17,8 +17,8 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from harness.errors import UserError
-from harness.suite import Suite
-from harness.vocabulary import OWN_VOCABULARIES, Vocabulary
+from harness.model.suite import Suite
+from harness.model.vocabulary import OWN_VOCABULARIES, Vocabulary
 
 GROUP = "harness.suites"
 # A suite that is not installed here is read by the conventions alone (docs/architecture.md).

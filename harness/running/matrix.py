@@ -18,13 +18,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from harness.cell.targets import DEFAULT_CAP_S as DEFAULT_TARGET_CAP_S
+from harness.cell.targets import Target
 from harness.errors import UserError
-from harness.params import validate
+from harness.model.params import validate
+from harness.model.registry import get_suite, ready_suite
 from harness.program import COMMAND_PARAM
 from harness.program import NAME as PROGRAM_SUITE
-from harness.registry import get_suite, ready_suite
-from harness.targets import DEFAULT_CAP_S as DEFAULT_TARGET_CAP_S
-from harness.targets import Target
 
 DEFAULT_DEADLINE_SLACK_S = 60.0
 DEFAULT_DURATION_S = 5.0
@@ -300,7 +300,7 @@ def _pick(*values: Any) -> Any:
 def single_cell(command: str, suite: str, sets: list[str] | None, **budget: Any) -> tuple[Spec, Cell]:
     """The one cell `harness run` / `harness profile` asks for: `--set` values must be
     single (a list is a sweep), budget flags as in a sweep (None keeps the default)."""
-    from harness.params import parse_assignments
+    from harness.model.params import parse_assignments
 
     get_suite(suite)
     axes = parse_assignments(sets)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from harness.vocabulary import HEADLINE_METRIC, Vocabulary
+from harness.model.vocabulary import HEADLINE_METRIC, Vocabulary
 
 _FIELDS = (
     "id", "suite", "params", "repeat", "status", "reason", "started", "ended", "budget", "metrics",
@@ -136,7 +136,7 @@ class CellGroup:
 
     @cached_property
     def vocabulary(self) -> Vocabulary:
-        from harness.registry import vocabulary_of
+        from harness.model.registry import vocabulary_of
 
         return vocabulary_of(self.suite)
 
@@ -166,7 +166,7 @@ def explicit_params(suite: str, params: dict[str, Any]) -> dict[str, Any]:
     """The params not at their suite's defaults (all of them when the suite is not installed
     here): what names a cell, and what another revision of the suite is asked to run (its
     own defaults, knobs it does not have included, are part of its code)."""
-    from harness.registry import suite_defaults
+    from harness.model.registry import suite_defaults
 
     defaults = suite_defaults(suite)
     return {k: v for k, v in params.items() if defaults is None or defaults.get(k, object()) != v}

@@ -24,15 +24,15 @@ import ray
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from harness import interrupts
 from harness.errors import UserError
-from harness.executors.base import Job, OnRecord, OnStart
-from harness.matrix import Cell
-from harness.record import Record
-from harness.registry import get_suite
-from harness.runner import CellRunner
-from harness.store import CELLS_FILE, RUN_FILE, RunStore
-from harness.suite import Resources
+from harness.model.registry import get_suite
+from harness.model.suite import Resources
+from harness.running import interrupts
+from harness.running.executors.base import Job, OnRecord, OnStart
+from harness.running.matrix import Cell
+from harness.running.runner import CellRunner
+from harness.runs.record import Record
+from harness.runs.store import CELLS_FILE, RUN_FILE, RunStore
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 

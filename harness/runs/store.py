@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
-from harness.record import Record
+from harness.runs.record import Record
 
 DEFAULT_RESULTS = Path("results")  # where run directories go unless --out says otherwise
 RUN_FILE = "run.json"

@@ -9,14 +9,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness import interrupts, machine, metadata, noise
+from harness.cell.processes import kill_tree, marked_processes
 from harness.errors import UserError
-from harness.executors.base import Executor, Job
-from harness.matrix import Cell, Spec
-from harness.processes import kill_tree, marked_processes
-from harness.progress import Progress
-from harness.record import Record
-from harness.store import RunStore, utc_now
+from harness.monitors import machine
+from harness.running import interrupts, metadata, noise
+from harness.running.executors.base import Executor, Job
+from harness.running.matrix import Cell, Spec
+from harness.running.progress import Progress
+from harness.runs.record import Record
+from harness.runs.store import RunStore, utc_now
 
 
 def jobs_for(cells: list[Cell], finished: set[tuple[str, int]]) -> list[Job]:
@@ -89,7 +90,7 @@ def mark_finished(store: RunStore) -> None:
 @contextmanager
 def run_state(store: RunStore) -> Iterator[None]:
     """run.json's state follows the block: `interrupted` when a Ctrl-C or SIGTERM ends it
-    (raised at a safe point: harness.interrupts), `finished` when it completes. The block's
+    (raised at a safe point: harness.running.interrupts), `finished` when it completes. The block's
     end is the last point a signal can interrupt (interrupts.close()), so the exit code
     (130 or not) and the recorded state always agree. A block that called mark_finished()
     before its reports keeps that end time (the last cell's), unless a signal still came."""

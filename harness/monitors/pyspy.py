@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-from harness.store import RunStore
+from harness.runs.store import RunStore
 
 STACKS_DIR = "stacks"
 PROFILES_DIR = "profiles"

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.record import Record
-from harness.stats import spread_pct
-from harness.store import RunStore
+from harness.model.stats import spread_pct
+from harness.runs.record import Record
+from harness.runs.store import RunStore
 
 ID_COLUMNS = ["id", "suite", "repeat", "status", "reason"]
 RATE_SUFFIXES = ("_per_s", "_per_min")  # rates get a spread column: (max - min) / median, %

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness.vocabulary import EMPTY, Vocabulary
-from harness.workshare import resolve_workers
+from harness.model.vocabulary import EMPTY, Vocabulary
+from harness.model.workshare import resolve_workers
 
 # The runner puts the cell's --memory-limit here (MB) for memory_limit_mb() to read.
 MEMORY_LIMIT_ENV = "HARNESS_MEMORY_LIMIT_MB"
@@ -56,7 +56,7 @@ class Suite:
 
     `run` should import its heavy modules (torch) lazily, so that listing suites and
     starting worker processes that need no network stays cheap. `vocabulary` says what
-    its numbers mean (harness.vocabulary); `words` is it with conventions filled in.
+    its numbers mean (harness.model.vocabulary); `words` is it with conventions filled in.
 
     `requires` names the modules `run` imports that a base install may lack (import names,
     e.g. "torch"), and `extra` the pip extra of the suite's distribution that installs them:

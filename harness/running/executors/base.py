@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from harness.matrix import Cell
-from harness.record import Record
-from harness.store import RunStore
+from harness.running.matrix import Cell
+from harness.runs.record import Record
+from harness.runs.store import RunStore
 
 Job = tuple[Cell, int]  # a cell and its repeat index
 OnStart = Callable[[Cell, int], None]

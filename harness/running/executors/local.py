@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harness import interrupts
-from harness.executors.base import Job, OnRecord, OnStart
-from harness.runner import CellRunner
-from harness.store import RunStore
+from harness.running import interrupts
+from harness.running.executors.base import Job, OnRecord, OnStart
+from harness.running.runner import CellRunner
+from harness.runs.store import RunStore
 
 
 class LocalExecutor:

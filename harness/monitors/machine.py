@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.workshare import usable_cores
+from harness.model.workshare import usable_cores
 
 CPU_SYS = Path("/sys/devices/system/cpu")
 STEAL_FIELD = 7  # /proc/stat "cpu" line: user nice system idle iowait irq softirq steal ...

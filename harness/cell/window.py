@@ -23,7 +23,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from harness.vocabulary import Rate
+from harness.model.vocabulary import Rate
 
 MIN_UNITS_FOR_LENGTH = 10  # completed units in the whole run before their mean length is trusted
 MIN_UNITS_PER_WORKER_FOR_LENGTH = 5.0  # ... and per worker: fewer finished is a sample of the short ones
@@ -103,7 +103,7 @@ def drift_metrics(samples: Sequence[tuple[float, dict[str, float]]], counters: S
     """Least-squares slope of each counter's 1 s rate over the window's samples, in % of
     the mean rate per minute: a throughput that decays as state grows shows up here; with
     the time the fitted rates span, which the DRIFT rule asks to be long enough."""
-    from harness.stats import drift_pct_per_min
+    from harness.model.stats import drift_pct_per_min
 
     out: dict[str, float] = {}
     if len(samples) < MIN_DRIFT_SAMPLES:

@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 
 import harness
-from harness.workshare import usable_cores
+from harness.model.workshare import usable_cores
 
 
 def _pkg_version(name: str) -> str | None:

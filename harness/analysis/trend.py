@@ -8,7 +8,7 @@ Without --metric, each suite's own headline rate (its vocabulary) is used.
 
 Every run is keyed by its machine (host, CPU model, GPUs, from run.json): a series is one
 machine's and one cell's runs, never a mix, since two machines differ by more than most
-regressions. Each series gets its change points (harness.changes): the first run of a new
+regressions. Each series gets its change points (harness.analysis.changes): the first run of a new
 level carries `change`, the relative step from the level before.
 """
 
@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.baselines import Snapshot, load_run
-from harness.changes import change_points
+from harness.analysis.baselines import Snapshot, load_run
+from harness.analysis.changes import change_points
 from harness.errors import UserError
-from harness.record import declared_headline
-from harness.store import RUN_FILE
+from harness.runs.record import declared_headline
+from harness.runs.store import RUN_FILE
 
 
 def run_directories(results: Path) -> list[Path]:

@@ -8,7 +8,7 @@ markers; at the duration (or Ctrl-C, or SIGTERM) the instruments are stopped fir
 window holds only what the program did, then its whole tree is ended as a cell's is. A
 process attached with `--pid` is only read: nothing is sent to it, and the recorders
 detach when the window ends. The record's suite is the harness's own `watch`
-(harness.vocabulary.OWN_VOCABULARIES says how to read it).
+(harness.model.vocabulary.OWN_VOCABULARIES says how to read it).
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from typing import Any
 
 import psutil
 
-from harness import interrupts, metadata
+from harness.cell.processes import ENV_CELL, ENV_RUN, alive, describe_exit, kill_tree, log_tail, marked_processes, tree
 from harness.errors import UserError
-from harness.matrix import Cell, cell_id
+from harness.model.vocabulary import WATCH_SUITE
 from harness.monitors import Monitor, MonitorResult, default_monitors
-from harness.processes import ENV_CELL, ENV_RUN, alive, describe_exit, kill_tree, log_tail, marked_processes, tree
-from harness.record import Record
-from harness.runner import WATCH_DIR, ChildStream, write_series
-from harness.store import RunStore, utc_now
-from harness.vocabulary import WATCH_SUITE
+from harness.running import interrupts, metadata
+from harness.running.matrix import Cell, cell_id
+from harness.running.runner import WATCH_DIR, ChildStream, write_series
+from harness.runs.record import Record
+from harness.runs.store import RunStore, utc_now
 from harness.watch.instruments import Instruments, WatchOptions
 
 ATTACH_DURATION_S = 30.0

@@ -3,7 +3,7 @@
 Correctness checks are exact: every cell-repeat finished ok; work done equals work
 requested; quality metrics that a suite's vocabulary lets be gated at fixed work stay
 within the bound stored in the baseline. Speed checks compare each cell's repeats with
-the baseline's through the ratio of medians and its bootstrap interval (harness.stats): a
+the baseline's through the ratio of medians and its bootstrap interval (harness.model.stats): a
 regression only when the whole interval lies beyond the tolerance, so noise alone, which
 widens the interval, cannot fail the gate.
 
@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.baselines import Snapshot
+from harness.analysis.baselines import Snapshot
 from harness.errors import UserError
-from harness.record import CellGroup, explicit_params
-from harness.registry import discover, vocabulary_of
-from harness.stats import ratio_of_medians, verdict
+from harness.model.registry import discover, vocabulary_of
+from harness.model.stats import ratio_of_medians, verdict
+from harness.runs.record import CellGroup, explicit_params
 
 # Tuned by benchmarks/gate_trial.py (docs/benchmarks.md, "CI gate trial").
 DEFAULT_TOLERANCE = 0.02

@@ -105,7 +105,7 @@ class Rate:
     `per` is the unit the headline shows (`games_per_min` reads better than 0.2 games/s).
     `made_of` names a finer counter each unit consists of (a game of moves, an episode of
     env steps): a unit that takes seconds can then be counted fairly in a short window, as
-    the finer rate over the mean unit length (harness.window), when the suite also counts
+    the finer rate over the mean unit length (harness.cell.window), when the suite also counts
     `completed_fine` (the finer units of each unit as it completes).
     """
 

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from harness.ab.sequential import DEFAULT_TOLERANCE, decide, final, welch_interval
-from harness.gating import is_throughput
-from harness.record import CellGroup, Record, group_by_cell, number
-from harness.stats import ratio_of_medians, verdict
-from harness.store import RunStore
+from harness.analysis.gating import is_throughput
+from harness.model.stats import ratio_of_medians, verdict
+from harness.runs.record import CellGroup, Record, group_by_cell, number
+from harness.runs.store import RunStore
 
 NO_DIRECTION = "n/a"
 
