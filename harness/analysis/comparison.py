@@ -12,7 +12,6 @@ whole interval above it) or undecided; `harness compare --fail-on regression` ex
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,8 +99,8 @@ def compare_records(
                     "label": a.label,
                     "metric": metric,
                     "direction": way or "",
-                    "median_a": statistics.median(values_a),
-                    "median_b": statistics.median(values_b),
+                    "median_a": a.median(metric),
+                    "median_b": b.median(metric),
                     "ratio": interval["ratio"],
                     "low": interval["low"],
                     "high": interval["high"],

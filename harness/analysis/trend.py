@@ -18,13 +18,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from harness.analysis.baselines import Snapshot, load_run
 from harness.analysis.changes import change_points
 from harness.errors import UserError
-from harness.runs.record import declared_headline
 from harness.runs.store import RUN_FILE
+from harness.runs.view import headline_rate
 
 
 def run_directories(results: Path) -> list[Path]:
@@ -46,15 +44,13 @@ def collect(results: Path, suite: str | None, metric: str | None) -> tuple[str, 
         where = f" of suite {suite}" if suite else ""
         raise UserError(f"{results}: no run directory holds cells{where}")
     if metric is None:
-        present = {m for _, cell in cells for r in cell.records for m in r.metrics}
-        declared = declared_headline(r for _, cell in cells for r in cell.records)
-        metric = cells[0][1].vocabulary.headline(present, declared=declared)
+        metric = headline_rate(r for _, cell in cells for r in cell.records)
         if metric is None:
             raise UserError("no throughput metric found; name one with --metric")
     rows = []
     for run, cell in cells:
-        values = cell.values(metric)
-        if not values:
+        spread = cell.spread(metric)
+        if spread is None:
             continue
         meta = run.run
         rows.append(
@@ -65,10 +61,10 @@ def collect(results: Path, suite: str | None, metric: str | None) -> tuple[str, 
                 "run": Path(run.source).name,
                 "suite": cell.suite,
                 "cell": f"{cell.suite} {cell.label}",
-                "median": float(np.median(values)),
-                "min": float(min(values)),
-                "max": float(max(values)),
-                "n": len(values),
+                "median": spread.median,
+                "min": spread.low,
+                "max": spread.high,
+                "n": spread.n,
             }
         )
     if not rows:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from harness.diagnosis import Finding, diagnose
 from harness.report import where
@@ -13,6 +12,7 @@ from harness.report.terminal import console_for_stdout, render, render_findings
 from harness.roofline.efficiency import latest_limits, with_efficiency
 from harness.runs.record import Record
 from harness.runs.store import RunStore
+from harness.runs.view import RunView, build_view
 
 
 def all_ok(records: list[Record]) -> int:
@@ -20,39 +20,36 @@ def all_ok(records: list[Record]) -> int:
     return 0 if records and all(r.ok for r in records) else 1
 
 
-def write_reports(
-    store: RunStore,
-    records: list[Record],
-    html: bool = True,
-    markdown: bool = False,
-    findings: list[Finding] | None = None,
-) -> list[Path]:
-    """summary.csv and cells.csv, then report.html and summary.md when asked. Cells get
-    `efficiency_pct` when a `harness limits` run sits beside this one."""
+def run_view(store: RunStore, records: list[Record]) -> RunView:
+    """The run's one view, built once for everything the command prints and writes: cells
+    get `efficiency_pct` when a `harness limits` run sits beside this one, and the findings
+    of every rule."""
     records = with_efficiency(records, latest_limits(store.root.parent))
-    paths = write_csv(store.root, records)
-    if html or markdown:
-        if findings is None:
-            findings = diagnose(records, store.meta())
-        as_dicts: list[dict[str, Any]] = [f.to_json() for f in findings]
-        meta = store.meta()
+    view = build_view(records, store.meta())
+    view.findings = diagnose(view)
+    return view
+
+
+def write_reports(store: RunStore, view: RunView, html: bool = True, markdown: bool = False) -> list[Path]:
+    """summary.csv and cells.csv, then report.html and summary.md when asked."""
+    paths = write_csv(store.root, view)
     if html:
         from harness.report.html import write_html
 
-        paths.append(write_html(store.root, meta, records, as_dicts))
+        paths.append(write_html(store.root, view))
     if markdown:
         from harness.report.markdown import write_markdown
 
-        paths.append(write_markdown(store.root, meta, records, as_dicts))
+        paths.append(write_markdown(store.root, view))
     return paths
 
 
 def finish_report(store: RunStore, records: list[Record], quiet: bool) -> list[Finding]:
     """The end of a sweep (and of a watch): reports written, the table, where the time went
     (for records the watch instruments filled) and the findings printed."""
-    findings = diagnose(records, store.meta())
+    view = run_view(store, records)
     try:
-        paths = write_reports(store, records, html=True, findings=findings)
+        paths = write_reports(store, view, html=True)
     except Exception as exc:  # a report bug must not cost the sweep's exit code or its CSVs
         print(
             f"warning: reports not written ({type(exc).__name__}: {exc}); retry: harness report {store.root} --html",
@@ -60,8 +57,9 @@ def finish_report(store: RunStore, records: list[Record], quiet: bool) -> list[F
         )
         paths = []
     if not quiet:
-        render(records)
-        where.render(records, console_for_stdout())
+        render(view)
+        where.render(view.records, console_for_stdout())
+    findings = view.findings or []
     print_findings(findings, quiet)
     failed = sum(not r.ok for r in records)
     print(f"{len(records)} cell-repeats, {failed} failed; run directory: {store.root}")

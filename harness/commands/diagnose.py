@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness.diagnosis import diagnose
+from harness.commands.common import run_view
 from harness.diagnosis.findings import severity_rank
 from harness.errors import UserError
 from harness.report.terminal import render_findings
@@ -21,7 +21,7 @@ def main(run_dir: Path, as_json: bool, fail_on: str | None = None) -> int:
     if fail_on is not None and fail_on not in FAIL_ON:
         raise UserError(f"--fail-on {fail_on!r}: allowed {', '.join(FAIL_ON)} (a finding at or above it exits 1)")
     store = RunStore.open(run_dir)
-    findings = diagnose(store.records(), store.meta())
+    findings = run_view(store, store.records()).findings or []
     if as_json:
         print(json.dumps([f.to_json() for f in findings], indent=2, default=str))
     else:

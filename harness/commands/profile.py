@@ -17,6 +17,7 @@ from harness.report.terminal import render
 from harness.running.execute import new_run
 from harness.running.matrix import single_cell
 from harness.running.runner import CellRunner
+from harness.runs.view import build_view
 
 
 def main(
@@ -63,7 +64,7 @@ def main(
     )
     store.append(record)
     store.update_meta(state="finished", ended=record.ended)
-    render([record])
+    render(build_view([record], store.meta()))
     for name in ("speedscope", "flamegraph"):
         if name in profile:
             print(f"{name}: {store.root / str(profile[name])}")

@@ -14,6 +14,7 @@ from harness.running.execute import execute, new_run, run_state
 from harness.running.executors import get_executor
 from harness.running.matrix import single_cell
 from harness.running.progress import Progress
+from harness.runs.view import build_view
 
 
 def main(suite_name: str, sets: list[str] | None, budget: dict[str, Any], as_json: bool, out: Path) -> int:
@@ -26,7 +27,7 @@ def main(suite_name: str, sets: list[str] | None, budget: dict[str, Any], as_jso
     if as_json:
         print(json.dumps(record.to_json(), default=str))
     else:
-        render([record])
+        render(build_view([record], store.meta()))
         console = console_for_stdout()
         for key, value in sorted(record.metrics.items()):
             if not isinstance(value, dict):

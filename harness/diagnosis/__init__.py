@@ -12,16 +12,15 @@ from collections.abc import Iterable
 
 from harness.diagnosis.findings import SEVERITY_ORDER, Finding, severity_rank
 from harness.diagnosis.rules import RULES
-from harness.diagnosis.view import RunView
-from harness.model.workshare import usable_cores
-from harness.runs.record import Record, group_by_cell
+from harness.runs.record import Record
+from harness.runs.view import RunView, build_view
 
 __all__ = ["Finding", "RULES", "RunView", "SEVERITY_ORDER", "diagnose"]
 
 
-def diagnose(records: Iterable[Record], meta: dict | None = None) -> list[Finding]:
-    """Every rule over a run's records (run.json's `meta` gives the core count)."""
-    cores = int((meta or {}).get("cpu_cores") or usable_cores())
-    view = RunView(group_by_cell(records), cores)
+def diagnose(run: RunView | Iterable[Record], meta: dict | None = None) -> list[Finding]:
+    """Every rule over a run (its view, or its records with run.json's `meta`, which gives
+    the core count), most severe first."""
+    view = run if isinstance(run, RunView) else build_view(run, meta)
     findings = [f for rule in RULES for f in rule(view)]
     return sorted(findings, key=lambda f: severity_rank(f.severity))

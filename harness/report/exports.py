@@ -9,7 +9,6 @@ is one module and one line here, plus its flag in cli.py (docs/architecture.md).
 from __future__ import annotations
 
 import importlib
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,12 +50,12 @@ def measurements(run_dir: Path, metrics: list[str] | None) -> tuple[dict[str, An
     out = []
     for cell in run.cells:
         for metric in chosen:
-            values = cell.values(metric)
-            if values:
+            spread = cell.spread(metric)
+            if spread is not None:
                 out.append(
                     Measurement(
-                        f"{cell.suite}[{cell.label}]", metric, statistics.median(values), min(values), max(values),
-                        len(values), cell.vocabulary.direction(metric), cell.id,
+                        f"{cell.suite}[{cell.label}]", metric, spread.median, spread.low, spread.high,
+                        spread.n, cell.vocabulary.direction(metric), cell.id,
                     )
                 )  # fmt: skip
     if not out:

@@ -16,11 +16,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from harness.model.registry import vocabulary_of
-from harness.runs.record import Record, declared_headline, incomparable_rates, number
+from harness.runs.record import Record, number, spread_of
+from harness.runs.view import varying_params
 
 Figure = dict[str, Any]
 
@@ -34,26 +34,6 @@ def esc(text: Any) -> str:
 
 def ok_records(records: Iterable[Record]) -> list[Record]:
     return [r for r in records if r.ok]
-
-
-def primary_rate(records: list[Record]) -> str | None:
-    """The suite's headline rate among these (one suite's) records, skipping one that some
-    cell's window held too few units for (the rules compare by the same rate), or None."""
-    ok = ok_records(records)
-    if not records:
-        return None
-    present = {k for r in ok for k, v in r.metrics.items() if number(v) is not None}
-    words = vocabulary_of(records[0].suite)
-    return words.headline(present, incomparable_rates(ok, words), declared_headline(ok))
-
-
-def varying_params(records: list[Record]) -> list[str]:
-    """The params whose value differs between these records, in first-seen order."""
-    names: dict[str, None] = {}
-    for rec in records:
-        for key in rec.params:
-            names.setdefault(key, None)
-    return [n for n in names if len({repr(r.params.get(n)) for r in records}) > 1]
 
 
 def figure(data: list[dict[str, Any]], title: str, xtitle: str, ytitle: str, **layout: Any) -> Figure:
@@ -85,8 +65,9 @@ def _error(stats: list[tuple[float, float, float]], axis: str = "error_y") -> di
 
 
 def _spread(values: list[float]) -> tuple[float, float, float]:
-    v = np.asarray(values, dtype=float)
-    return float(np.median(v)), float(v.min()), float(v.max())
+    found = spread_of(values)
+    assert found is not None  # every point drawn has at least one value
+    return found.median, found.low, found.high
 
 
 def _workers(rec: Record, key: str, cpu_cores: int | None) -> float | None:

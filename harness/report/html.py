@@ -20,8 +20,8 @@ from harness.model.registry import vocabulary_of
 from harness.report import evidence, figures, where
 from harness.report.html_page import Charts, Raw, esc, fmt, page, table
 from harness.report.markdown import run_end
-from harness.report.spread import spread_warnings
 from harness.runs.record import Record, number
+from harness.runs.view import RunView, SuiteView, varying_params
 
 REPORT_FILE = "report.html"
 MAX_TABLE_METRICS = 8
@@ -156,7 +156,7 @@ def _table_metrics(records: list[Record], rate: str | None) -> list[str]:
 
 
 def cells_table(records: list[Record], rate: str | None) -> str:
-    varying = figures.varying_params(records) or list(records[0].params)[:4]
+    varying = varying_params(records) or list(records[0].params)[:4]
     metrics = _table_metrics(records, rate)
     headers = ["id", "repeat", *varying, "status", "reason", *metrics, "warnings"]
     rows, attrs = [], []
@@ -185,7 +185,11 @@ def cells_table(records: list[Record], rate: str | None) -> str:
     return table(headers, rows, attrs)
 
 
-def suite_section(run_dir: Path, meta: dict[str, Any], suite: str, records: list[Record], charts: Charts) -> str:
+def suite_section(
+    run_dir: Path, meta: dict[str, Any], suite: str, records: list[Record], charts: Charts, view: SuiteView | None
+) -> str:
+    """One suite's section. `records` are its records and the repeats the run planned but
+    never ran; `view` (None when nothing of the suite ran) gives the headline and warnings."""
     parts = [f'<section class="suite" id="suite-{esc(suite)}"><h2>Suite {esc(suite)}</h2>']
     ids = {r.id for r in records}
     bad = [r for r in records if not r.ok]
@@ -193,7 +197,7 @@ def suite_section(run_dir: Path, meta: dict[str, Any], suite: str, records: list
     if bad:
         summary += f", {len(bad)} not ok (see the table: they are excluded from the charts' medians)"
     parts.append(f"<p>{esc(summary)}</p>")
-    rate = figures.primary_rate(records)
+    rate = view.rate if view else None
 
     parts.append("<h3>Scaling</h3>")
     fig = None
@@ -264,19 +268,16 @@ def suite_section(run_dir: Path, meta: dict[str, Any], suite: str, records: list
         parts.append('<p class="note">No CPU samples.</p>')
 
     parts.append("<h3>Cells</h3>")
-    for warning in spread_warnings(records, rate):
+    for warning in view.spread_warnings if view else []:
         parts.append(f'<p class="note warn">warning: {esc(warning)}</p>')
     parts.append(cells_table(records, rate))
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def render_run(
-    run_dir: Path,
-    meta: dict[str, Any],
-    records: list[Record],
-    findings: list[dict[str, Any]] | None = None,
-) -> str:
+def render_run(run_dir: Path, view: RunView) -> str:
+    meta, records = view.meta, view.records
+    findings = view.findings_json()
     everything = records + _not_run(meta, records)
     suites: dict[str, list[Record]] = {}
     for rec in everything:
@@ -290,18 +291,13 @@ def render_run(
     if not suites:
         parts.append('<p class="note">This run has no cells yet.</p>')
     for suite, recs in suites.items():
-        parts.append(suite_section(run_dir, meta, suite, recs, charts))
+        parts.append(suite_section(run_dir, meta, suite, recs, charts, view.suites.get(suite)))
     return page(f"report: {meta.get('label') or run_dir.name}", parts)
 
 
-def write_html(
-    run_dir: Path,
-    meta: dict[str, Any],
-    records: list[Record],
-    findings: list[dict[str, Any]] | None = None,
-) -> Path:
+def write_html(run_dir: Path, view: RunView) -> Path:
     path = run_dir / REPORT_FILE
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render_run(run_dir, meta, records, findings), encoding="utf-8")
+    tmp.write_text(render_run(run_dir, view), encoding="utf-8")
     tmp.replace(path)
     return path

@@ -14,10 +14,9 @@ import pandas as pd
 from harness.diagnosis.findings import severity_rank
 from harness.model.numbers import readable
 from harness.report import evidence
-from harness.report.figures import primary_rate, varying_params
 from harness.report.html_page import fmt
 from harness.runs.record import Record
-from harness.runs.results import summary_frame
+from harness.runs.view import RunView
 
 MARKDOWN_FILE = "summary.md"
 MAX_METRICS = 4
@@ -36,13 +35,11 @@ def _row(cells: list[Any]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def cells_table(records: list[Record]) -> list[str]:
+def cells_table(view: RunView) -> list[str]:
     lines = []
-    summary = summary_frame(records)
-    for suite, group in summary.groupby("suite", sort=False):
-        suite_records = [r for r in records if r.suite == suite]
-        varying = varying_params(suite_records)
-        rate = primary_rate(suite_records)
+    for suite, group in view.summary.groupby("suite", sort=False):
+        words = view.suites[str(suite)]
+        varying, rate = words.varying, words.rate
         metrics = [m for m in (rate, "work_done", "cpu_util_mean", "mem_pss_peak_mb") if m and f"{m}_median" in group]
         metrics = metrics[:MAX_METRICS]
         lines += [f"### {md(suite)}", ""]
@@ -132,7 +129,9 @@ def run_end(meta: dict[str, Any], records: list[Record]) -> str:
     return f"{STATES.get(state, state)} · {cells} · {when}{resumed}"
 
 
-def render(meta: dict[str, Any], records: list[Record], findings: list[dict[str, Any]] | None = None) -> str:
+def render(view: RunView) -> str:
+    meta, records = view.meta, view.records
+    findings = view.findings_json()
     title = meta.get("label") or "run"
     gpu = "; ".join(str(g.get("name", "?")) for g in meta.get("gpus") or []) or f"none ({meta.get('gpu_reason')})"
     lines = [
@@ -145,14 +144,12 @@ def render(meta: dict[str, Any], records: list[Record], findings: list[dict[str,
     ]
     if not records:
         lines += ["No finished cells.", ""]
-    lines += cells_table(records) if records else []
+    lines += cells_table(view) if records else []
     lines += findings_lines(findings)
     return "\n".join(lines)
 
 
-def write_markdown(
-    run_dir: Path, meta: dict[str, Any], records: list[Record], findings: list[dict[str, Any]] | None = None
-) -> Path:
+def write_markdown(run_dir: Path, view: RunView) -> Path:
     path = run_dir / MARKDOWN_FILE
-    path.write_text(render(meta, records, findings), encoding="utf-8")
+    path.write_text(render(view), encoding="utf-8")
     return path

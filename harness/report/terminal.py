@@ -10,12 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.model.registry import vocabulary_of
 from harness.report import evidence
-from harness.report.figures import primary_rate
-from harness.report.spread import spread_warnings
-from harness.runs.record import Record
-from harness.runs.results import param_columns, summary_frame
+from harness.runs.results import param_columns
+from harness.runs.view import RunView
 
 MAX_METRICS = 7
 PIPE_WIDTH = 160  # when stdout is a file or CI log, 80 columns would fold every table
@@ -34,17 +31,16 @@ def _fmt(value: Any) -> str:
     return escape(str(value))
 
 
-def render(records: list[Record], console: Console | None = None) -> None:
+def render(view: RunView, console: Console | None = None) -> None:
     console = console or console_for_stdout()
-    summary = summary_frame(records)
+    summary = view.summary
     if summary.empty:
         console.print("no finished cells")
         return
     for suite, group in summary.groupby("suite", sort=False):
-        suite_records = [r for r in records if r.suite == suite]
-        params = [p for p in param_columns(suite_records) if p in group and group[p].astype(str).nunique() > 1]
-        present = {c.removesuffix("_median") for c in group.columns if c.endswith("_median") and group[c].notna().any()}
-        metrics = vocabulary_of(str(suite)).columns(present)[:MAX_METRICS]
+        words = view.suites[str(suite)]
+        params = [p for p in param_columns(words.records) if p in group and group[p].astype(str).nunique() > 1]
+        metrics = words.columns[:MAX_METRICS]
         table = Table(title=f"{suite} ({len(group)} cells)", title_justify="left")
         for col in ["id", *params, "status"]:
             table.add_column(col)
@@ -62,7 +58,7 @@ def render(records: list[Record], console: Console | None = None) -> None:
                 cells.append(text)
             table.add_row(*cells)
         console.print(table)
-        for warning in spread_warnings(suite_records, primary_rate(suite_records)):
+        for warning in words.spread_warnings:
             console.print(f"[yellow]warning[/yellow]: {escape(warning)}", highlight=False)
 
 

@@ -11,9 +11,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 
 from harness.model.numbers import readable
-from harness.model.registry import vocabulary_of
 from harness.running.matrix import Cell
-from harness.runs.record import Record, declared_headline, number
+from harness.runs.record import Record
+from harness.runs.view import headline_rate
 
 
 def varying_keys(cells: list[Cell]) -> set[str]:
@@ -33,8 +33,7 @@ def short_params(params: dict[str, Any], keys: set[str] | None = None) -> str:
 
 def headline(record: Record) -> str:
     """`<rate>=<value>` for the suite's headline rate, or "" when the record has none."""
-    present = {k for k, v in record.metrics.items() if number(v) is not None}
-    name = vocabulary_of(record.suite).headline(present, declared=declared_headline([record]))
+    name = headline_rate([record])
     return f"{name}={readable(record.metrics[name])}" if name else ""
 
 

@@ -10,11 +10,12 @@ only here, so they all agree on what "the cell's median" or "the cell's name" is
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+import numpy as np
 
 from harness.model.vocabulary import HEADLINE_METRIC, Vocabulary
 
@@ -29,6 +30,25 @@ def number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A cell's metric over its repeats: the median every report prints, and the range."""
+
+    median: float
+    low: float
+    high: float
+    n: int
+
+
+def spread_of(values: Sequence[float]) -> Spread | None:
+    """The one median (and range) of a cell's repeats: every writer, rule and gate that
+    says "the cell's median" gets it here, so none of them can disagree."""
+    if not values:
+        return None
+    v = np.asarray(values, dtype=float)
+    return Spread(float(np.median(v)), float(v.min()), float(v.max()), len(v))
 
 
 @dataclass
@@ -111,9 +131,20 @@ class CellGroup:
     def values(self, metric: str) -> list[float]:
         return list(self.by_repeat(metric).values())
 
+    def spread(self, metric: str) -> Spread | None:
+        """Median, min and max of a metric over the ok repeats with a finite value."""
+        return spread_of(self.values(metric))
+
     def median(self, metric: str) -> float | None:
-        values = self.values(metric)
-        return statistics.median(values) if values else None
+        found = self.spread(metric)
+        return found.median if found else None
+
+    def signals(self, *names: str) -> dict[str, float | None]:
+        """The medians of these generic signals (or plain metrics) under this suite's own
+        names, keyed by those names, in order: the numbers a rule tests and the evidence it
+        shows, read in one place (`words.signal` then `median`)."""
+        words = self.vocabulary
+        return {words.signal(name): self.median(words.signal(name)) for name in names}
 
     def first(self, metric: str) -> Any:
         """The first ok repeat's value of a metric of any type (lists, maps, strings)."""

@@ -6,14 +6,14 @@ Scalar metrics become columns; histograms and other nested values stay in cells.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from harness.model.stats import spread_pct
-from harness.runs.record import Record
+from harness.runs.record import CellGroup, Record
 from harness.runs.store import RunStore
 
 ID_COLUMNS = ["id", "suite", "repeat", "status", "reason"]
@@ -24,15 +24,11 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, int | float | str | bool) or value is None
 
 
-def cells_frame(records: list[Record]) -> pd.DataFrame:
+def cells_frame(records: Sequence[Record]) -> pd.DataFrame:
     """One row per cell-repeat: ids, status, params, then scalar metrics."""
     rows = []
     param_names = param_columns(records)
-    metric_names: dict[str, None] = {}
-    for rec in records:
-        for key, value in rec.metrics.items():
-            if _scalar(value):
-                metric_names.setdefault(key, None)
+    metric_names = _metric_names(records)
     for rec in records:
         row = {k: getattr(rec, k) for k in ID_COLUMNS}
         for key in param_names:
@@ -51,7 +47,7 @@ def _cell_value(value: Any) -> Any:
     return value if _scalar(value) else json.dumps(value, sort_keys=True, default=str)
 
 
-def param_columns(records: list[Record]) -> list[str]:
+def param_columns(records: Sequence[Record]) -> list[str]:
     names: dict[str, None] = {}
     for rec in records:
         for key in rec.params:
@@ -59,34 +55,45 @@ def param_columns(records: list[Record]) -> list[str]:
     return list(names)
 
 
-def summary_frame(records: list[Record]) -> pd.DataFrame:
+def _metric_names(records: Sequence[Record]) -> list[str]:
+    """Scalar metrics, in first-seen order: the columns of cells.csv and summary.csv."""
+    names: dict[str, None] = {}
+    for rec in records:
+        for key, value in rec.metrics.items():
+            if _scalar(value):
+                names.setdefault(key, None)
+    return list(names)
+
+
+def summary_frame(cells: Sequence[CellGroup], records: Sequence[Record]) -> pd.DataFrame:
     """One row per cell: params, repeat counts by status, then median/min/max of each
-    numeric metric over its successful repeats."""
-    cells = cells_frame(records)
-    if cells.empty:
-        return cells
-    params = param_columns(records)
-    metric_cols = [c for c in cells.columns if c not in ID_COLUMNS and c not in params]
+    numeric metric over its successful repeats: CellGroup.spread, the one median every
+    report prints (finite values only: an infinite rate is no measurement)."""
+    if not records:
+        return cells_frame([])
+    params = param_columns(list(records))
+    taken = set(params) | set(ID_COLUMNS)
+    metrics = [(name, name if name not in taken else f"{name}_metric") for name in _metric_names(records)]
     rows = []
-    for cell_id, group in cells.groupby("id", sort=False):
-        first = group.iloc[0]
-        row: dict[str, Any] = {"id": cell_id, "suite": first["suite"]}
-        row.update({p: first[p] for p in params})
-        row["repeats"] = len(group)
-        row["ok"] = int((group["status"] == "ok").sum())
-        row["status"] = "ok" if row["ok"] == len(group) else ",".join(sorted(set(group["status"])))
-        failed = group[group["status"] != "ok"]
-        row["reason"] = failed["reason"].iloc[0] if len(failed) else None
-        good = group[group["status"] == "ok"]
-        for col in metric_cols:
-            values = pd.to_numeric(good[col], errors="coerce").dropna()
-            if values.empty:
+    for cell in cells:
+        first = cell.records[0]
+        row: dict[str, Any] = {"id": cell.id, "suite": cell.suite}
+        row.update({p: _cell_value(first.params.get(p)) for p in params})
+        statuses = [r.status for r in cell.records]
+        row["repeats"] = len(statuses)
+        row["ok"] = statuses.count("ok")
+        row["status"] = "ok" if row["ok"] == len(statuses) else ",".join(sorted(set(statuses)))
+        failed = [r for r in cell.records if not r.ok]
+        row["reason"] = failed[0].reason if failed else None
+        for name, column in metrics:
+            spread = cell.spread(name)
+            if spread is None:
                 continue
-            row[f"{col}_median"] = float(np.median(values))
-            row[f"{col}_min"] = float(values.min())
-            row[f"{col}_max"] = float(values.max())
-            if col.endswith(RATE_SUFFIXES) and len(values) > 1:
-                row[f"{col}_spread_pct"] = spread_pct(values.tolist())
+            row[f"{column}_median"] = spread.median
+            row[f"{column}_min"] = spread.low
+            row[f"{column}_max"] = spread.high
+            if column.endswith(RATE_SUFFIXES) and spread.n > 1:
+                row[f"{column}_spread_pct"] = spread_pct(cell.values(name))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -115,3 +115,12 @@ def make_run(
         if rec.series:
             (store.root / rec.series).write_text(series_csv(rec.metrics["games_per_s"]))
     return store.root
+
+
+def viewed(store, findings=None):
+    """A stored run's one view (harness.runs.view), with these findings as if diagnosed."""
+    from harness.runs.view import build_view
+
+    view = build_view(store.records(), store.meta())
+    view.findings = findings
+    return view

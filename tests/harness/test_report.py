@@ -14,14 +14,15 @@ from harness.report.csv import write_csv
 from harness.report.html import render_run
 from harness.report.markdown import render as render_markdown
 from harness.runs.store import RunStore
-from tests.harness.report_data import FINDINGS, XSS, make_run, record
+from harness.runs.view import build_view
+from tests.harness.report_data import FINDINGS, XSS, make_run, record, viewed
 
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 
 
 def _report(run_dir, findings=None):
     store = RunStore.open(run_dir)
-    return render_run(run_dir, store.meta(), store.records(), findings)
+    return render_run(run_dir, viewed(store, findings))
 
 
 def test_csvs_read_back_without_options_with_units_in_names(tmp_path):
@@ -32,7 +33,7 @@ def test_csvs_read_back_without_options_with_units_in_names(tmp_path):
         record("a", 1, {"workers": 2, "shape": [1, 2]}, {"games_per_s": 4.5, "rss_peak_mb": 12.0}),
         record("b", 0, {"workers": 4, "shape": [1, 2]}, {}, status="error", reason='Boom: "quoted", comma\nnewline'),
     ]
-    write_csv(tmp_path, records)
+    write_csv(tmp_path, build_view(records))
     cells = pd.read_csv(tmp_path / "cells.csv")
     summary = pd.read_csv(tmp_path / "summary.csv")
     assert len(cells) == 3 and len(summary) == 2
@@ -42,7 +43,7 @@ def test_csvs_read_back_without_options_with_units_in_names(tmp_path):
     assert summary.loc[summary["id"] == "a", "games_per_s_median"].item() == 4.0
     assert cells.loc[2, "reason"] == 'Boom: "quoted", comma\nnewline'
     assert cells.loc[0, "shape"] == "[1, 2]"  # JSON, not a Python repr
-    write_csv(tmp_path, [])  # an empty run still writes readable headers
+    write_csv(tmp_path, build_view([]))  # an empty run still writes readable headers
     assert list(pd.read_csv(tmp_path / "cells.csv").columns) == ["id", "suite", "repeat", "status", "reason"]
 
 
@@ -72,7 +73,7 @@ def test_user_strings_are_escaped_in_report_markdown_and_compare(tmp_path, cli):
     assert XSS not in page and ESCAPED in page
     assert page.count("<script>") == page.count("</script>")  # only our own, balanced script elements
     store = RunStore.open(run_a)
-    markdown = render_markdown(store.meta(), store.records(), FINDINGS)
+    markdown = render_markdown(viewed(store, FINDINGS))
     assert XSS not in markdown and ESCAPED in markdown
     compared = render_compare(compare_runs(run_a, run_b))
     assert XSS not in compared and ESCAPED in compared

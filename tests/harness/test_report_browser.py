@@ -14,7 +14,7 @@ import pytest
 
 from harness.runs.store import RunStore
 from tests.conftest import run_dirs
-from tests.harness.report_data import FINDINGS, XSS, make_run
+from tests.harness.report_data import FINDINGS, XSS, make_run, viewed
 
 pytestmark = pytest.mark.slow
 
@@ -173,7 +173,7 @@ def test_histograms_gpu_timelines_and_findings_draw_in_chromium(page, tmp_path):
 
     run_dir = make_run(tmp_path, XSS, fail="c-local-2")
     store = RunStore.open(run_dir)
-    report = write_html(run_dir, store.meta(), store.records(), FINDINGS)
+    report = write_html(run_dir, viewed(store, FINDINGS))
     seen = open_report(page, report)
     assert seen["problems"] == []
     kinds = [kind for kind, _ in seen["charts"]]
@@ -188,7 +188,7 @@ def test_report_lays_out_without_horizontal_overflow(page, tmp_path, width):
 
     run_dir = make_run(tmp_path, XSS, fail="c-local-2")
     store = RunStore.open(run_dir)
-    report = write_html(run_dir, store.meta(), store.records(), [WIDE_FINDING, *FINDINGS])
+    report = write_html(run_dir, viewed(store, [WIDE_FINDING, *FINDINGS]))
     page.set_viewport_size({"width": width, "height": 900})
     try:
         page.goto(report.as_uri(), wait_until="load")

@@ -24,7 +24,7 @@ from harness.diagnosis.rules import (
     serialization,
     small_batches,
 )
-from harness.diagnosis.view import RunView
+from harness.runs.view import RunView
 
 Rule = Callable[[RunView], list[Finding]]
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.diagnosis.findings import Finding, fmt
-from harness.diagnosis.view import RunView
 from harness.runs.record import CellGroup
+from harness.runs.view import RunView
 
 RULE = "BUSY_WAIT"
 CPU_PER_WAIT_S = 0.05  # a waiting process burning >= 5 % of a core polls instead of blocking
@@ -67,39 +67,37 @@ def _polling(cell: CellGroup) -> Symptom | None:
 
 
 def _publishing(cell: CellGroup) -> Symptom | None:
-    name = cell.vocabulary.signal("publish_share")
-    publish = cell.median(name)
+    found = cell.signals("publish_share")
+    (publish,) = found.values()
     if publish is None or publish < PUBLISH_SHARE:
         return None
-    return "busy_wait.publish", f"{100 * publish:.0f} % of the time goes to publishing weights", {name: publish}
+    return "busy_wait.publish", f"{100 * publish:.0f} % of the time goes to publishing weights", found
 
 
 def _busy_waiting(cell: CellGroup, cores: int) -> Symptom | None:
-    name = cell.vocabulary.signal("wait_share")
-    share, util = cell.median(name), cell.median("cpu_util_mean")
-    procs = cell.median("cpu_procs_peak")
+    found = cell.signals("wait_share", "cpu_util_mean", "cpu_procs_peak")
+    share, util, procs = found.values()
     if share is None or util is None or not procs:
         return None
     busy = util / 100.0 / min(procs, cores)
     if share < WAIT_SHARE or busy < BUSY_FRACTION:
         return None
     text = f"processes wait {100 * share:.0f} % of the time yet keep {100 * busy:.0f} % of their cores busy"
-    return "busy_wait.poll", text, {name: share, "cpu_util_mean": util, "cpu_procs_peak": procs, "busy_fraction": busy}
+    return "busy_wait.poll", text, found | {"busy_fraction": busy}
 
 
 def _spinning(cell: CellGroup) -> Symptom | None:
-    words = cell.vocabulary
-    names = [words.signal(s) for s in ("reuse_ratio", "consumer_cpu_s", "producer_cpu_s")]
-    ratio, consumer, producer = (cell.median(n) for n in names)
+    found = cell.signals("reuse_ratio", "consumer_cpu_s", "producer_cpu_s")
+    ratio, consumer, producer = found.values()
     if ratio is None or consumer is None or not producer:
         return None
     if ratio < SPIN_REUSE_RATIO or consumer < SPIN_CPU_FACTOR * producer:
         return None
     text = (
-        f"consumers spin on stale data: {names[0]} {ratio:.1f} and {fmt(consumer)} CPU s against the "
+        f"consumers spin on stale data: {next(iter(found))} {ratio:.1f} and {fmt(consumer)} CPU s against the "
         f"producer's {fmt(producer)}"
     )
-    return "busy_wait.spin", text, dict(zip(names, (ratio, consumer, producer), strict=True))
+    return "busy_wait.spin", text, found
 
 
 def _sleep_polling(cell: CellGroup) -> Symptom | None:

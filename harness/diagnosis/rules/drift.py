@@ -25,8 +25,8 @@ from __future__ import annotations
 import statistics
 
 from harness.diagnosis.findings import Finding, fmt
-from harness.diagnosis.view import RunView
 from harness.runs.record import CellGroup
+from harness.runs.view import RunView
 
 RULE = "DRIFT"
 SLOPE_PCT_PER_MIN = -2.0  # a slope below this ...

@@ -11,7 +11,7 @@ threads, no more CPU. Python threads help with waiting, not with computing.
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding, fmt
-from harness.diagnosis.view import RunView
+from harness.runs.view import RunView
 
 RULE = "GIL_BOUND"
 WAIT_SHARE = 0.3
@@ -27,8 +27,8 @@ def check(view: RunView) -> list[Finding]:
     out = []
     for cell in view.cells:
         words = cell.vocabulary
-        names = [words.signal(s) for s in ("gil_wait_share", "gil_threads", "gil_cpu_cores")]
-        share, threads, cores = (cell.median(n) for n in names)
+        found = cell.signals("gil_wait_share", "gil_threads", "gil_cpu_cores")
+        share, threads, cores = found.values()
         if share is None or threads is None or share < WAIT_SHARE or threads < MIN_THREADS:
             continue
         if cores is not None and cores > CAP_CORES:
@@ -42,7 +42,7 @@ def check(view: RunView) -> list[Finding]:
                 [cell.id],
                 f"{where}: {fmt(threads)} threads want to run{cpu}, and {100 * share:.0f} % of their time goes to "
                 f"waiting for the GIL: {words.remedy('gil_bound', REMEDY)}",
-                {n: v for n, v in zip(names, (share, threads, cores), strict=True) if v is not None},
+                {n: v for n, v in found.items() if v is not None},
             )
         )
     return out

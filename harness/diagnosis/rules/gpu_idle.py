@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.diagnosis.findings import Finding
-from harness.diagnosis.view import RunView
+from harness.runs.view import RunView
 
 RULE = "GPU_IDLE"
 IDLE_UTIL_PCT = 5.0

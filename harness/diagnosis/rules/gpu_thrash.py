@@ -9,7 +9,7 @@ contexts instead of computing. Evidence adds `gpu_procs_peak` and `gpu_mem_peak_
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding
-from harness.diagnosis.view import RunView
+from harness.runs.view import RunView
 
 RULE = "GPU_THRASH"
 BUSY_UTIL_PCT = 90.0

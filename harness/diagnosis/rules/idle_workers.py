@@ -21,7 +21,7 @@ and the split remedy alone sent the reader to the wrong process).
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding, fmt
-from harness.diagnosis.view import RunView
+from harness.runs.view import RunView
 
 RULE = "IDLE_WORKERS"
 MIN_WORKERS = 2

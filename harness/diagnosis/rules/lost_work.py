@@ -7,7 +7,7 @@ is `total // workers` per worker: 100 iterations over 128 workers run none.
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding
-from harness.diagnosis.view import RunView
+from harness.runs.view import RunView
 
 RULE = "LOST_WORK"
 

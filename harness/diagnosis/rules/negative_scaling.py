@@ -12,8 +12,8 @@ noisy).
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding, fmt
-from harness.diagnosis.view import RunView
 from harness.model.stats import ratio_of_medians, verdict
+from harness.runs.view import RunView
 
 RULE = "NEGATIVE_SCALING"
 TOLERANCE = 0.05  # with repeats: the interval's upper end must lie below 1 - this

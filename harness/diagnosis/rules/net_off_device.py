@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from harness.diagnosis.findings import Finding
 from harness.diagnosis.rules.gpu_idle import worker_devices
-from harness.diagnosis.view import RunView
+from harness.runs.view import RunView
 
 RULE = "NET_OFF_DEVICE"
 REMEDY = (

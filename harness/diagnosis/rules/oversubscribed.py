@@ -7,9 +7,9 @@ against run.json's `cpu_cores`; a suite not installed here counts its worker par
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding
-from harness.diagnosis.view import RunView
 from harness.errors import UserError
 from harness.model.registry import get_suite
+from harness.runs.view import RunView
 
 RULE = "OVERSUBSCRIBED"
 

@@ -23,7 +23,7 @@ suite's, naming its knobs, else a generic one):
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding
-from harness.diagnosis.view import RunView
+from harness.runs.view import RunView
 
 RULE = "PIPELINE_BOUND"
 # a side that waits half the time or more is held up by the other, while the other waits
@@ -50,8 +50,8 @@ def check(view: RunView) -> list[Finding]:
     out = []
     for cell in view.cells:
         words = cell.vocabulary
-        idle_name, wait_name = words.signal("server_idle_share"), words.signal("client_wait_share")
-        idle, wait = cell.median(idle_name), cell.median(wait_name)
+        evidence = cell.signals("server_idle_share", "client_wait_share")
+        idle, wait = evidence.values()
         if idle is None or wait is None:
             continue
         shares = f"the server idles {100 * idle:.0f} % of the time, clients wait {100 * wait:.0f} % for replies"
@@ -63,11 +63,10 @@ def check(view: RunView) -> list[Finding]:
             symptom, severity, what = "pipeline.server_bound", "info", "server-bound"
         else:
             continue
-        evidence = {idle_name: idle, wait_name: wait}
-        computing_name, slots_name = words.signal("server_batches_computing"), words.signal("server_batch_slots")
-        computing, slots = cell.median(computing_name), cell.median(slots_name)
+        batches = cell.signals("server_batches_computing", "server_batch_slots")
+        computing, slots = batches.values()
         if symptom == "pipeline.server_bound" and computing is not None and slots and slots > 1:
-            evidence |= {computing_name: computing, slots_name: slots}
+            evidence |= batches
             if computing < ONE_BATCH_MAX:
                 symptom, severity = "pipeline.one_batch", "warning"
                 what = f"server-bound on one batch at a time ({computing:.2f} of {slots:g} computing on average)"

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.diagnosis.findings import Finding, fmt
-from harness.diagnosis.view import RunView
+from harness.runs.view import RunView
 
 RULE = "SERIALIZATION"
 IPC_SHARE = 0.15
@@ -34,8 +34,8 @@ def check(view: RunView) -> list[Finding]:
     out = []
     for cell in view.cells:
         words = cell.vocabulary
-        names = [words.signal(s) for s in ("ipc_share", "ipc_share_growth", "write_size_growth")]
-        share, growth, sizes = (cell.median(n) for n in names)
+        found = cell.signals("ipc_share", "ipc_share_growth", "write_size_growth")
+        share, growth, sizes = found.values()
         if share is None or growth is None or sizes is None:
             continue
         if share < IPC_SHARE or sizes < SIZE_GROWTH or growth < SHARE_GROWTH:
@@ -43,7 +43,7 @@ def check(view: RunView) -> list[Finding]:
         role = cell.first("ipc_role")
         who = "the main process spends" if role == "main" else f"the {role or 'program'} processes spend"
         site = cell.first("ipc_site")
-        evidence: dict[str, Any] = dict(zip(names, (share, growth, sizes), strict=True))
+        evidence: dict[str, Any] = dict(found)
         for extra in ("write_size_bytes", "ipc_site"):
             if cell.first(extra) is not None:
                 evidence[extra] = cell.first(extra)

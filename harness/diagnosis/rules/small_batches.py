@@ -8,7 +8,7 @@ SHARE of the limit. The remedy is the suite's (its knobs), else a generic one.
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding, fmt
-from harness.diagnosis.view import RunView
+from harness.runs.view import RunView
 
 RULE = "SMALL_BATCHES"
 SHARE = 0.25
@@ -21,8 +21,8 @@ def check(view: RunView) -> list[Finding]:
         words = cell.vocabulary
         batch = words.signal("batch")
         mean_name = f"{batch}_mean"
-        limit_name = words.signal("batch_limit")
-        mean, limit = cell.median(mean_name), cell.median(limit_name)
+        found = cell.signals(mean_name, "batch_limit")
+        mean, limit = found.values()
         if mean is None or not limit or limit <= 1 or mean >= SHARE * limit:
             continue
         out.append(
@@ -32,8 +32,7 @@ def check(view: RunView) -> list[Finding]:
                 [cell.id],
                 f"batch mean {fmt(mean)} of max {limit:.0f}: {words.remedy('small_batches', REMEDY)}",
                 {
-                    mean_name: mean,
-                    limit_name: limit,
+                    **found,
                     f"{batch}_p95": cell.median(f"{batch}_p95"),
                     **({words.workers: cell.params[words.workers]} if words.workers in cell.params else {}),
                 },
