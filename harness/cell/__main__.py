@@ -4,4 +4,5 @@ import sys
 
 from harness.cell.main import main
 
-sys.exit(main(sys.argv[1:]))
+if __name__ == "__main__":  # importing the package's modules one by one must not start a cell
+    sys.exit(main(sys.argv[1:]))
