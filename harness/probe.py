@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from harness.cell import messages
 from harness.cell.observations import Observations
 from harness.cell.steady import Steady, settled, trend
 from harness.cell.targets import DEFAULT_EVERY_S, Target
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 Phase = Literal["warmup", "measure"]
-Sink = Callable[[dict[str, Any]], None]
+Sink = Callable[[messages.Message], None]  # receives the child's channel messages
 
 
 class Probe:
@@ -155,7 +156,7 @@ class Probe:
         with self._lock:
             self._values[name] = value
         if isinstance(value, int | float) and not isinstance(value, bool) and self._sink is not None:
-            self._emit({"type": "point", "t": self._clock() - self._t0, "name": name, "value": value})
+            self._emit(messages.point(self._clock() - self._t0, name, value))
         self._tick()
 
     def declare_rate(self, counter: str) -> None:
@@ -164,7 +165,7 @@ class Probe:
         known before the program printed it). Its rate is the record's headline
         (`headline_rate`), the one the warm-up waits to settle and the A/B slices count."""
         self._runtime_headline = counter
-        self._emit({"type": "rate", "counter": counter})
+        self._emit(messages.rate(counter))
 
     def work(self, requested: int = 0, done: int = 0) -> None:
         """Add to the work accounting: units asked for and units actually carried out."""
@@ -343,7 +344,7 @@ class Probe:
             counts = dict(self._counters)
             phase = self.current_phase
             self._samples.append((now - self._t0, phase, counts))
-        self._emit({"type": "sample", "t": now - self._t0, "phase": phase, "counters": counts})
+        self._emit(messages.sample(now - self._t0, phase, counts))
 
     def _emit(self, record: dict[str, Any]) -> None:
         if self._sink is not None:

@@ -48,6 +48,7 @@ from typing import Any
 import psutil
 
 from harness.ab.revisions import Side
+from harness.cell.messages import ChildStream, Reader
 from harness.cell.processes import alive, child_env, describe_processes, kill_tree, log_tail, marked_processes, tree
 from harness.model.vocabulary import Vocabulary
 from harness.running import interrupts
@@ -197,41 +198,21 @@ class Instance:
         self.pgid = self.proc.pid
         self.known: dict[int, psutil.Process] = {}
         self.samples: list[Sample] = []
-        self.final: dict[str, Any] | None = None
-        self.declared: str | None = None  # the headline counter the child declared at run time
+        self.stream = ChildStream()  # what it said: the declared headline counter, its error
+        self._reader = Reader(self.scratch)
         self._offset = math.inf  # parent monotonic - child clock, at its smallest seen
-        self._pos = 0
-        self._tail = b""
         self.stopped = False
 
     # ------------------------------------------------------------------ the stream
     def read(self) -> list[Sample]:
-        """New complete lines of the child's stream; samples are returned and kept."""
-        try:
-            with open(self.scratch, "rb") as fh:
-                fh.seek(self._pos)
-                data = fh.read()
-        except FileNotFoundError:
-            return []
+        """New samples of the child's stream (complete lines only); they are kept too."""
+        messages = self._reader.read()
         now = time.monotonic()
-        self._pos += len(data)
-        lines = (self._tail + data).split(b"\n")
-        self._tail = lines.pop()
         new = []
-        for line in lines:
-            try:
-                rec = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue
-            kind = rec.get("type")
-            if kind == "sample":
-                sample = Sample(float(rec["t"]), dict(rec.get("counters") or {}), now)
-                self._offset = min(self._offset, now - sample.t)
-                new.append(sample)
-            elif kind == "rate":
-                self.declared = str(rec.get("counter"))  # Probe.declare_rate: the program's own counter
-            elif kind in ("result", "error"):
-                self.final = rec
+        for message in self.stream.add(messages):
+            sample = Sample(float(message["t"]), dict(message.get("counters") or {}), now)
+            self._offset = min(self._offset, now - sample.t)
+            new.append(sample)
         self.samples += new
         return new
 
@@ -241,14 +222,15 @@ class Instance:
 
     def failure(self) -> str | None:
         """Why the child is no longer running, or None while it runs."""
-        if self.final is not None and self.final.get("type") == "error":
-            return f"{self.side.name} ({self.side.describe()}): {self.final.get('reason')}"
-        code = self.proc.poll()
-        if code is None:
-            return None
-        self.read()
-        if self.final is not None and self.final.get("type") == "error":
-            return f"{self.side.name} ({self.side.describe()}): {self.final.get('reason')}"
+        code = None
+        if self.stream.error_message is None:
+            code = self.proc.poll()
+            if code is None:
+                return None
+            self.read()  # what it wrote before it ended
+        error = self.stream.error_message
+        if error is not None:
+            return f"{self.side.name} ({self.side.describe()}): {error.get('reason')}"
         tail = log_tail(self.log)
         return f"{self.side.name} ({self.side.describe()}): the cell exited with code {code}" + (
             f"; log: {tail}" if tail else ""
@@ -409,7 +391,7 @@ class Slicer:
         names = {}
         for name, inst in instances.items():
             counters = {k: v for s in inst.samples for k, v in s.counters.items() if v > 0}
-            names[name] = counter_of(self.words, counters, inst.declared)
+            names[name] = counter_of(self.words, counters, inst.stream.declared)
         if names["base"] is not None and names["base"] == names["candidate"]:
             self.counter = names["base"]
         elif None not in names.values() or final:

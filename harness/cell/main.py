@@ -3,7 +3,8 @@
 Runs one cell in a fresh interpreter (so imports, allocator state and JIT caches of one
 cell never leak into the next) and streams its results back as JSON lines, never pickle:
 a `start` line, the probe's 1 s samples and points as they happen (so a cell that hangs
-or dies still leaves its series), and finally one `result` or `error` line.
+or dies still leaves its series), and finally one `result` or `error` line (the format:
+harness.cell.messages).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 import traceback
 from typing import Any
 
+from harness.cell import messages
 from harness.cell.processes import die_with_owner
 from harness.cell.steady import DEFAULT_CAP_S, Steady
 from harness.cell.targets import DEFAULT_EVERY_S, Target
@@ -47,10 +49,10 @@ def main(argv: list[str]) -> int:
     faulthandler.enable()  # a crash in native code leaves the Python stack in the cell's log
     out = open(argv[1], "a", buffering=1)  # noqa: SIM115 - lives as long as the process
 
-    def emit(record: dict[str, Any]) -> None:
-        out.write(json.dumps(record, default=str) + "\n")
+    def emit(message: messages.Message) -> None:
+        out.write(messages.line(message))
 
-    emit({"type": "start", "wall": time.time()})
+    emit(messages.start(time.time()))
     probe: Probe | None = None
     try:
         suite = ready_suite(spec["suite"])
@@ -68,30 +70,18 @@ def main(argv: list[str]) -> int:
         )
         suite.run(params, probe)
         metrics = probe.finish()
-        emit({"type": "result", "metrics": metrics, "warnings": probe.warnings})
+        emit(messages.result(metrics, probe.warnings))
         return 0
     except (SuiteError, UserError) as exc:
-        emit(
-            {
-                "type": "error",
-                "reason": str(exc),
-                "user_error": True,
-                "traceback": None,
-                "warnings": probe.warnings if probe else [],
-            }
-        )
+        emit(messages.error(str(exc), user_error=True, traceback=None, warnings=probe.warnings if probe else []))
         return 1
     except BaseException as exc:  # noqa: BLE001 - every failure must be reported, then re-raised as exit code
         tail = "".join(traceback.format_exception(exc)).rstrip().splitlines()[-TRACEBACK_LINES:]
         reason = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
         emit(
-            {
-                "type": "error",
-                "reason": reason,
-                "user_error": False,
-                "traceback": "\n".join(tail),
-                "warnings": probe.warnings if probe else [],
-            }
+            messages.error(
+                reason, user_error=False, traceback="\n".join(tail), warnings=probe.warnings if probe else []
+            )
         )
         traceback.print_exc()
         return 1

@@ -9,18 +9,15 @@ and the cell is recorded as `timeout`. Nothing of a cell outlives it.
 
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 import psutil
 
+from harness.cell.messages import RESULT, ChildStream
 from harness.cell.processes import (
     alive,
     child_env,
@@ -34,12 +31,13 @@ from harness.cell.processes import (
 from harness.errors import UserError
 from harness.model.registry import get_suite
 from harness.model.suite import MEMORY_LIMIT_ENV
-from harness.monitors import Monitor, MonitorResult, default_monitors
+from harness.monitors import Monitor, default_monitors
 from harness.monitors.memory import LimitHit, MemoryMonitor
 from harness.monitors.pyspy import dump_stacks
 from harness.running import interrupts
 from harness.running.matrix import Cell
 from harness.runs.record import Record
+from harness.runs.series import write_series
 from harness.runs.store import RunStore, utc_now
 
 # Called at a deadline, before anything is killed, with the cell's live processes and the
@@ -49,37 +47,6 @@ DeadlineHook = Callable[[list[psutil.Process], RunStore, str], "str | None"]
 # "<id>-<repeat>".
 CommandWrap = Callable[[list[str], str], list[str]]
 WATCH_DIR = "watch"  # the instruments' traces, per cell-repeat, for suites with Suite.watch
-
-
-@dataclass
-class ChildStream:
-    """What the child wrote to its JSON-lines channel."""
-
-    start_wall: float | None = None
-    samples: list[dict[str, Any]] = field(default_factory=list)
-    points: list[dict[str, Any]] = field(default_factory=list)
-    final: dict[str, Any] | None = None
-
-    @classmethod
-    def read(cls, path: Path) -> ChildStream:
-        stream = cls()
-        if not path.exists():
-            return stream
-        for line in path.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a kill
-            kind = rec.get("type")
-            if kind == "start":
-                stream.start_wall = rec["wall"]
-            elif kind == "sample":
-                stream.samples.append(rec)
-            elif kind == "point":
-                stream.points.append(rec)
-            elif kind in ("result", "error"):
-                stream.final = rec
-        return stream
 
 
 class CellRunner:
@@ -193,7 +160,7 @@ class CellRunner:
             stack_dump=dump,
         )
         final = stream.final
-        if final is not None and final["type"] == "result":
+        if final is not None and final["type"] == RESULT:
             record.metrics = final["metrics"]
             record.warnings = list(final.get("warnings", []))
         elif final is not None and status == "ok":
@@ -284,36 +251,3 @@ def wait_or_interrupt(proc: subprocess.Popen[bytes], timeout: float) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
-
-
-def write_series(path: Path, stream: ChildStream, monitors: list[MonitorResult]) -> bool:
-    """Tidy time series (t_s, phase, metric, value): counters, their 1 s rates, points the
-    suite set, and monitor samples aligned to the cell's clock."""
-    rows: list[tuple[float, str, str, float]] = []
-    previous: dict[str, Any] | None = None
-    for sample in stream.samples:
-        t, phase, counters = sample["t"], sample["phase"], sample["counters"]
-        for name, value in counters.items():
-            rows.append((t, phase, name, value))
-        if previous is not None and t - previous["t"] >= 0.5:
-            dt = t - previous["t"]
-            for name, value in counters.items():
-                rate = (value - previous["counters"].get(name, 0)) / dt
-                rows.append(((t + previous["t"]) / 2, phase, f"{name}_per_s", rate))
-        if previous is None or t - previous["t"] >= 0.5:
-            previous = sample
-    for point in stream.points:
-        rows.append((point["t"], "", point["name"], point["value"]))
-    origin = stream.start_wall
-    for result in monitors:
-        for wall, name, value in result.series:
-            if origin is not None:
-                rows.append((wall - origin, "", name, value))
-    if not rows:
-        return False
-    rows.sort(key=lambda row: row[0])
-    with open(path, "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["t_s", "phase", "metric", "value"])
-        writer.writerows((f"{t:.3f}", phase, name, value) for t, phase, name, value in rows)
-    return True

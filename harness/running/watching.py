@@ -25,14 +25,16 @@ from typing import Any
 
 import psutil
 
+from harness.cell.messages import ChildStream
 from harness.cell.processes import ENV_CELL, ENV_RUN, alive, describe_exit, kill_tree, log_tail, marked_processes, tree
 from harness.errors import UserError
 from harness.model.vocabulary import WATCH_SUITE
 from harness.monitors import Monitor, MonitorResult, default_monitors
 from harness.running import interrupts, metadata
 from harness.running.matrix import Cell, cell_id
-from harness.running.runner import WATCH_DIR, ChildStream, write_series
+from harness.running.runner import WATCH_DIR
 from harness.runs.record import Record
+from harness.runs.series import write_series
 from harness.runs.store import RunStore, utc_now
 from harness.watch.instruments import Instruments, WatchOptions
 

@@ -1,2 +1,3 @@
 """A run's data: one Record per cell-repeat (record.py), the run directory that stores them
-(store.py), and records as pandas tables (results.py)."""
+(store.py), records as pandas tables (results.py), and a cell-repeat's time series
+(series.py)."""

@@ -1,0 +1,52 @@
+"""A cell-repeat's time series, series/<id>-<repeat>.csv: tidy rows (t_s, phase, metric,
+value) from what the child said (harness.cell.messages) and what the parent's monitors
+sampled, on one clock: seconds since the child's probe started."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.cell.messages import ChildStream
+
+
+class Sampled(Protocol):
+    """What the series takes of a monitor's result (harness.monitors.MonitorResult)."""
+
+    series: list[tuple[float, str, float]]  # (wall-clock time, metric, value)
+
+
+def write_series(path: Path, stream: ChildStream, monitors: Iterable[Sampled]) -> bool:
+    """Tidy time series (t_s, phase, metric, value): counters, their 1 s rates, points the
+    suite set, and monitor samples aligned to the cell's clock. False, and no file, when
+    there is nothing to write."""
+    rows: list[tuple[float, str, str, float]] = []
+    previous: dict[str, Any] | None = None
+    for sample in stream.samples:
+        t, phase, counters = sample["t"], sample["phase"], sample["counters"]
+        for name, value in counters.items():
+            rows.append((t, phase, name, value))
+        if previous is not None and t - previous["t"] >= 0.5:
+            dt = t - previous["t"]
+            for name, value in counters.items():
+                rate = (value - previous["counters"].get(name, 0)) / dt
+                rows.append(((t + previous["t"]) / 2, phase, f"{name}_per_s", rate))
+        if previous is None or t - previous["t"] >= 0.5:
+            previous = sample
+    for point in stream.points:
+        rows.append((point["t"], "", point["name"], point["value"]))
+    origin = stream.start_wall
+    for result in monitors:
+        for wall, name, value in result.series:
+            if origin is not None:
+                rows.append((wall - origin, "", name, value))
+    if not rows:
+        return False
+    rows.sort(key=lambda row: row[0])
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["t_s", "phase", "metric", "value"])
+        writer.writerows((f"{t:.3f}", phase, name, value) for t, phase, name, value in rows)
+    return True
