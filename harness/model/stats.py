@@ -1,4 +1,5 @@
-"""Statistics over measured numbers: drift slopes, medians, bootstrap intervals.
+"""Statistics over measured numbers: drift slopes, medians, bootstrap intervals, weighted
+quantiles.
 
 Repeats give a distribution and comparisons are made on ratios of medians with
 bootstrap intervals, never on single numbers (docs/architecture.md).
@@ -7,10 +8,12 @@ bootstrap intervals, never on single numbers (docs/architecture.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 DRIFT_BLOCK = 10  # samples per block for the autocorrelation-aware standard error
+HIST_MAX_DISTINCT = 512  # integer-valued weighted values with at most this many values get a histogram
 
 
 def drift_pct_per_min(times_s: Sequence[float], rates: Sequence[float]) -> tuple[float, float] | None:
@@ -124,3 +127,52 @@ def spread_pct(values: Sequence[float]) -> float | None:
     middle = len(ordered) // 2
     median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
     return 100.0 * (ordered[-1] - ordered[0]) / abs(median) if median else None
+
+
+def weighted_quantiles(values: Sequence[float], weights: Sequence[float], qs: Sequence[float]) -> list[float]:
+    """For each q in [0, 1], the smallest value whose cumulative weight reaches q of the total
+    (the inverted CDF: numpy's `percentile(..., weights=w, method="inverted_cdf")`, which
+    numpy before 2.0 lacks); always one of the values, never an interpolation between two
+    batch sizes. Values of weight <= 0 are left out; [] when no weight is left."""
+    v, w = _weighted(values, weights)
+    return _inverted_cdf(v, np.cumsum(w), qs) if v.size else []
+
+
+def weighted_summary(name: str, values: Sequence[float], weights: Sequence[float]) -> dict[str, Any]:
+    """`<name>_count` (the total weight), `_mean`, `_p50`, `_p95`, `_max`, and `_hist`
+    ({value: weight}) when the values are at most HIST_MAX_DISTINCT distinct integers: the
+    summary of an observed quantity (a probe's observations, the torch hook's batch sizes).
+    Values of weight <= 0 are left out; only `_count` 0 when nothing is left."""
+    v, w = _weighted(values, weights)
+    if v.size == 0:
+        return {f"{name}_count": 0}
+    cumulative = np.cumsum(w)
+    total = float(cumulative[-1])
+    p50, p95 = _inverted_cdf(v, cumulative, (0.50, 0.95))
+    out: dict[str, Any] = {
+        f"{name}_count": total,
+        f"{name}_mean": float(np.dot(v, w) / total),
+        f"{name}_p50": p50,
+        f"{name}_p95": p95,
+        f"{name}_max": float(v[-1]),
+    }
+    distinct, inverse = np.unique(v, return_inverse=True)
+    if distinct.size <= HIST_MAX_DISTINCT and np.all(distinct == np.round(distinct)):
+        counts = np.bincount(inverse, weights=w)
+        out[f"{name}_hist"] = {str(int(d)): float(c) for d, c in zip(distinct, counts, strict=True)}
+    return out
+
+
+def _weighted(values: Sequence[float], weights: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """The values of positive weight and their weights, sorted by value (stable)."""
+    v, w = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
+    keep = w > 0
+    v, w = v[keep], w[keep]
+    order = np.argsort(v, kind="stable")
+    return v[order], w[order]
+
+
+def _inverted_cdf(v: np.ndarray, cumulative: np.ndarray, qs: Sequence[float]) -> list[float]:
+    """The quantiles of sorted values `v` with cumulative weights `cumulative`."""
+    total = float(cumulative[-1])
+    return [float(v[min(int(np.searchsorted(cumulative, q * total)), v.size - 1)]) for q in qs]

@@ -26,13 +26,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from harness.model.stats import weighted_summary
 from harness.monitors.base import MonitorResult
 
 HOOK_DIR = str(Path(__file__).resolve().parent.parent / "watch" / "hook")
 ENV_DIR = "HARNESS_WATCH_TORCH_DIR"
-HIST_MAX_DISTINCT = 512
 # The hook flushes at most every 0.5 s (sitecustomize.FLUSH_S) and only when called; the
 # program is ended after the monitors stop (SIGTERM runs no atexit), so the monitor waits
 # one flush before reading.
@@ -44,34 +42,6 @@ def hook_env(env: dict[str, str], side_dir: Path) -> dict[str, str]:
     out = dict(env)
     out["PYTHONPATH"] = os.pathsep.join(p for p in (HOOK_DIR, env.get("PYTHONPATH")) if p)
     out[ENV_DIR] = str(side_dir)
-    return out
-
-
-def weighted_summary(name: str, values: list[float], weights: list[float]) -> dict[str, Any]:
-    """count, mean, p50, p95, max and (for few distinct integers) a histogram."""
-    v, w = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
-    if v.size == 0 or w.sum() <= 0:
-        return {f"{name}_count": 0}
-    order = np.argsort(v, kind="stable")
-    v, w = v[order], w[order]
-    cumulative = np.cumsum(w)
-    total = float(cumulative[-1])
-
-    def quantile(q: float) -> float:
-        return float(v[min(int(np.searchsorted(cumulative, q * total)), v.size - 1)])
-
-    out: dict[str, Any] = {
-        f"{name}_count": total,
-        f"{name}_mean": float(np.dot(v, w) / total),
-        f"{name}_p50": quantile(0.5),
-        f"{name}_p95": quantile(0.95),
-        f"{name}_max": float(v[-1]),
-    }
-    distinct, inverse = np.unique(v, return_inverse=True)
-    if distinct.size <= HIST_MAX_DISTINCT and np.all(distinct == np.round(distinct)):
-        out[f"{name}_hist"] = {
-            str(int(d)): float(c) for d, c in zip(distinct, np.bincount(inverse, weights=w), strict=True)
-        }
     return out
 
 

@@ -1,7 +1,14 @@
 import numpy as np
 import pytest
 
-from harness.model.stats import drift_pct_per_min, ratio_of_medians, rise, verdict
+from harness.model.stats import (
+    drift_pct_per_min,
+    ratio_of_medians,
+    rise,
+    verdict,
+    weighted_quantiles,
+    weighted_summary,
+)
 
 
 def test_ratio_interval_brackets_a_clear_slowdown():
@@ -63,3 +70,39 @@ def test_rise_is_the_least_squares_slope_times_the_span_with_its_error():
     plain = linregress(short, v[:25])
     scale = 6000 / v[:25].mean()
     assert drift_pct_per_min(short, v[:25]) == pytest.approx((plain.slope * scale, plain.stderr * scale))
+
+
+def test_weighted_quantiles_by_hand():
+    # batch sizes 1, 4, 8 seen 6, 3 and 1 times: cumulative weights 6, 9, 10 of 10
+    values, weights = [8.0, 1.0, 4.0], [1.0, 6.0, 3.0]
+    assert weighted_quantiles(values, weights, [0.0, 0.5, 0.6, 0.61, 0.9, 0.91, 1.0]) == [1, 1, 1, 4, 4, 8, 8]
+    out = weighted_summary("batch", values, weights)
+    assert out == {
+        "batch_count": 10.0,
+        "batch_mean": 2.6,  # (6 + 12 + 8) / 10
+        "batch_p50": 1.0,
+        "batch_p95": 8.0,
+        "batch_max": 8.0,
+        "batch_hist": {"1": 6.0, "4": 3.0, "8": 1.0},
+    }
+
+
+def test_weighted_quantiles_match_numpys_inverted_cdf():
+    if np.lib.NumpyVersion(np.__version__) < "2.0.0":
+        pytest.skip("numpy's weighted percentile came with numpy 2.0")
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        values = rng.integers(1, 300, size=int(rng.integers(1, 40))).astype(float)
+        weights = rng.exponential(1.0, size=values.size)
+        qs = [0.05, 0.25, 0.5, 0.9, 0.95]
+        expected = np.percentile(values, [100 * q for q in qs], weights=weights, method="inverted_cdf")
+        assert weighted_quantiles(values, weights, qs) == list(expected)
+
+
+def test_weighted_summary_leaves_out_what_has_no_weight():
+    assert weighted_summary("wait", [], []) == {"wait_count": 0}
+    assert weighted_summary("wait", [1.0, 2.0], [0.0, -1.0]) == {"wait_count": 0}
+    out = weighted_summary("wait", [0.25, 9.0, 0.5], [2.0, 0.0, 2.0])
+    assert out["wait_max"] == 0.5 and out["wait_p50"] == 0.25 and "wait_hist" not in out  # not integers
+    many = weighted_summary("batch", list(range(600)), [1.0] * 600)
+    assert "batch_hist" not in many and many["batch_p50"] == 299.0  # too many distinct values for a histogram
