@@ -1,7 +1,8 @@
 """Samplers that run in the parent while a cell runs, over the cell's whole process tree.
 
-Each monitor samples on its own background thread and, when stopped, hands back summary
-metrics (prefixed `cpu_`/`mem_`/`gpu_`), a time series, and facts for run.json.
+Each monitor samples on its own background thread (base.SamplingMonitor runs it) and, when
+stopped, hands back summary metrics (prefixed `cpu_`/`mem_`/`gpu_`), a time series, and facts
+for run.json.
 """
 
 from __future__ import annotations

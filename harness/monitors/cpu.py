@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import psutil
 
 from harness.cell.processes import tree
-from harness.monitors.base import MonitorResult
+from harness.monitors.base import MonitorResult, SamplingMonitor
 from harness.monitors.others import OthersMeter
 
 
@@ -26,7 +25,7 @@ class _Seen:
     ctx_invol: int = 0
 
 
-class CpuMonitor:
+class CpuMonitor(SamplingMonitor):
     """Summed CPU % (100 = one core busy) of every process under the cell's root.
 
     CPU use comes from deltas of each live process's cumulative CPU time between samples,
@@ -54,23 +53,19 @@ class CpuMonitor:
     name = "cpu"
     PER_PROCESS_MAX = 64
 
+    WAIT_FIRST = True  # a sample is a delta since the one before
+
     def __init__(self, period_s: float = 0.5) -> None:
-        self.period_s = period_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__(period_s)
         self._result = MonitorResult()
         self._seen: dict[int, _Seen] = {}
         self._util: list[float] = []
         self._others_meter: OthersMeter | None = None
         self._others: list[tuple[float, float]] = []  # (wall time, % of a core used by everything else)
         self._procs_peak = 0
-        self._own_cpu_s = 0.0
-        self._started = 0.0
-        self._stopped = 0.0
+        self._last = 0.0
 
-    def start(self, root_pid: int) -> None:
-        self._root = root_pid
-        self._started = time.monotonic()
+    def begin(self, root_pid: int) -> bool:
         for proc in tree(root_pid):  # what the tree's processes spent before now is not ours
             try:
                 with proc.oneshot():
@@ -79,21 +74,13 @@ class CpuMonitor:
             except psutil.Error:
                 continue
         self._others_meter = OthersMeter()
-        self._thread = threading.Thread(target=self._loop, name="cpu-monitor", daemon=True)
-        self._thread.start()
+        self._last = time.monotonic()
+        return True
 
-    def _loop(self) -> None:
-        last = time.monotonic()
-        while not self._stop.wait(self.period_s):
-            now = time.monotonic()
-            t0 = time.thread_time()
-            self._sample(now - last)
-            self._own_cpu_s += time.thread_time() - t0
-            last = now
-        self._stopped = time.monotonic()
-
-    def _sample(self, dt: float) -> None:
-        procs = tree(self._root)
+    def sample(self) -> None:
+        now = time.monotonic()
+        dt, self._last = now - self._last, now
+        procs = tree(self.root)
         cpu_delta = 0.0
         alive = 0
         pids = frozenset(proc.pid for proc in procs)
@@ -127,10 +114,7 @@ class CpuMonitor:
             self._others.append((wall, others))
             self._result.series.append((wall, "cpu_others", others))
 
-    def stop(self) -> MonitorResult:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+    def result(self) -> MonitorResult:
         self._result.metrics = self.summarise()
         return self._result
 
@@ -168,8 +152,5 @@ class CpuMonitor:
             for pid, s in busiest
         }
         m["cpu_monitor_samples"] = len(self._util)
-        m["cpu_monitor_cpu_s"] = self._own_cpu_s
-        ran = (self._stopped or time.monotonic()) - self._started
-        if self._started and ran > 0:
-            m["cpu_monitor_cpu_pct"] = 100.0 * self._own_cpu_s / ran
+        m.update(self.own_cost("cpu_monitor_cpu_s", "cpu_monitor_cpu_pct"))
         return m

@@ -13,20 +13,19 @@ NVML-like samples through a source of their own instead of needing a GPU.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import psutil
 
-from harness.monitors.base import MonitorResult
+from harness.monitors.base import MonitorResult, SamplingEnded, SamplingMonitor
 
 DEFAULT_PERIOD_S = 0.1  # 10 Hz: NVML's utilisation counter itself averages over 1/6 s to 1 s
 SERIES_BIN_S = 0.5  # series rows are averaged into bins this long, so long cells stay small
 
 
-class GpuUnavailable(Exception):
+class GpuUnavailable(SamplingEnded):
     """NVML cannot be used (no library, no driver, no device, a failed query); the message says why."""
 
 
@@ -163,7 +162,7 @@ class CellMembership:
             return False
 
 
-class GpuMonitor:
+class GpuMonitor(SamplingMonitor):
     """Samples every device at `period_s` on a background thread while the cell runs.
 
     Metrics (absent, save `gpu_reason`, when NVML is unavailable):
@@ -180,54 +179,30 @@ class GpuMonitor:
     name = "gpu"
 
     def __init__(self, source: GpuSource | None = None, period_s: float = DEFAULT_PERIOD_S) -> None:
+        super().__init__(period_s)
         self.source: GpuSource = source if source is not None else PynvmlSource()
-        self.period_s = period_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._result = MonitorResult()
         self._facts: dict[str, Any] = {}
-        self._reason: str | None = None
         self._readings: list[tuple[float, list[DeviceSample]]] = []
-        self._own_cpu_s = 0.0
-        self._started = 0.0
-        self._stopped = 0.0
 
-    def start(self, root_pid: int) -> None:
-        if not self.open(root_pid):
-            return
-        self._thread = threading.Thread(target=self._loop, name="gpu-monitor", daemon=True)
-        self._thread.start()
+    def begin(self, root_pid: int) -> bool:
+        return self.open(root_pid)
 
     def open(self, root_pid: int) -> bool:
         """Open the source for the cell under `root_pid`, without the thread (tests sample
-        by hand with sample_once). False, with the reason kept, when NVML is unavailable."""
+        by hand with sample()). False, with the reason kept, when NVML is unavailable."""
         self._members = CellMembership(root_pid)
         try:
             self._facts = self.source.open()
         except GpuUnavailable as exc:
-            self._reason = str(exc)
+            self.reason = str(exc)
             return False
-        self._started = time.monotonic()
+        self.started = time.monotonic()
         return True
 
-    def _loop(self) -> None:
-        try:
-            while True:
-                t0 = time.thread_time()
-                try:
-                    self.sample_once()
-                except GpuUnavailable as exc:
-                    self._reason = str(exc)
-                    return
-                finally:
-                    self._own_cpu_s += time.thread_time() - t0
-                if self._stop.wait(self.period_s):
-                    return
-        finally:
-            self._stopped = time.monotonic()
-
-    def sample_once(self) -> None:
-        """Take one reading now (the thread calls this; tests may too)."""
+    def sample(self) -> None:
+        """Take one reading now (the thread calls this; tests may too). GpuUnavailable ends
+        the sampling, with its reason kept."""
         reading = self.source.sample()
         wall = time.time()
         for device in reading:
@@ -237,11 +212,10 @@ class GpuMonitor:
                     self._result.processes.setdefault(pid, proc)
         self._readings.append((wall, reading))
 
-    def stop(self) -> MonitorResult:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self.source.close()
+    def finish(self) -> None:
+        self.source.close()
+
+    def result(self) -> MonitorResult:
         self._result.metrics = self.summarise()
         return self._result
 
@@ -251,7 +225,7 @@ class GpuMonitor:
 
         readings = list(self._readings)
         if not readings:
-            return {"gpu_reason": self._reason or "no GPU sample was taken"}
+            return {"gpu_reason": self.reason or "no GPU sample was taken"}
         ours = set(self._result.processes)
         used_devices = sorted({d.index for _, reading in readings for d in reading if ours & set(d.processes or {})})
         focus = set(used_devices) or {d.index for d in readings[0][1]}
@@ -293,18 +267,15 @@ class GpuMonitor:
             "gpu_devices_used": used_devices,
             "gpu_samples": len(readings),
             "gpu_period_s": self.period_s,
-            "gpu_monitor_cpu_s": self._own_cpu_s,
         }
+        metrics.update(self.own_cost("gpu_monitor_cpu_s", "gpu_monitor_cpu_pct"))
         if any(d.processes is None for _, reading in readings for d in reading):
             metrics["gpu_pids_note"] = "the driver did not list GPU processes; gpu_pids may be incomplete"
-        ran = (self._stopped or time.monotonic()) - self._started
-        if self._started and ran > 0:
-            metrics["gpu_monitor_cpu_pct"] = 100.0 * self._own_cpu_s / ran
         for key in ("gpu_driver", "gpu_nvml_version"):
             if key in self._facts:
                 metrics[key] = self._facts[key]
-        if self._reason is not None:
-            metrics["gpu_reason"] = self._reason  # sampling stopped part-way
+        if self.reason is not None:
+            metrics["gpu_reason"] = self.reason  # sampling stopped part-way
         self._result.series = _binned_series(
             [(wall, u, m) for (wall, _), u, m in zip(readings, util, mem_series, strict=True)]
         )

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import re
 import statistics
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
 from harness.model.stats import drift_pct_per_min
-from harness.monitors.base import MonitorResult
+from harness.monitors.base import MonitorResult, SamplingMonitor
 
 DEFAULT_PATTERN = (
     r"(?P<value>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z][A-Za-z_.-]*?)\s*"
@@ -80,12 +79,13 @@ def parse_line(line: str, patterns: list[re.Pattern[str]]) -> list[tuple[str, fl
     return found
 
 
-class LogRatesMonitor:
+class LogRatesMonitor(SamplingMonitor):
     """Follows log files from their current end (or start) and parses rate lines."""
 
     name = "log"
 
     def __init__(self, paths: list[Path], user_pattern: re.Pattern[str] | None = None, from_start: bool = True) -> None:
+        super().__init__(PERIOD_S)
         self.paths = paths
         self.patterns = [user_pattern] if user_pattern is not None else [re.compile(DEFAULT_PATTERN)]
         self.from_start = from_start
@@ -94,26 +94,17 @@ class LogRatesMonitor:
         self.rate_lines = 0
         self._offsets: dict[Path, int] = {}
         self._partial: dict[Path, str] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._own_cpu_s = 0.0
-        self._started = 0.0
 
-    def start(self, root_pid: int) -> None:
-        self._started = time.monotonic()
+    def begin(self, root_pid: int) -> bool:
         for path in self.paths:
             self._offsets[path] = 0 if self.from_start or not path.exists() else path.stat().st_size
-        self._thread = threading.Thread(target=self._loop, name="log-monitor", daemon=True)
-        self._thread.start()
+        return True
 
-    def _loop(self) -> None:
-        while True:
-            t0 = time.thread_time()
-            self.read_once()
-            self._own_cpu_s += time.thread_time() - t0
-            if self._stop.wait(PERIOD_S):
-                break
-        self.read_once(final=True)
+    def sample(self) -> None:
+        self.read_once()
+
+    def finish(self) -> None:
+        self.read_once(final=True)  # the last line, whether or not it ended
 
     def read_once(self, final: bool = False) -> None:
         wall = time.time()
@@ -138,10 +129,7 @@ class LogRatesMonitor:
                     self.rate_lines += 1
                     self.points += [(wall, name, value) for name, value in found]
 
-    def stop(self) -> MonitorResult:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+    def result(self) -> MonitorResult:
         if not self.paths:
             return MonitorResult(metrics={}, series=[])  # nothing to follow (a suite reads its own output)
         metrics: dict[str, Any] = {"log_lines": self.lines, "log_rate_lines": self.rate_lines}
@@ -158,5 +146,5 @@ class LogRatesMonitor:
                 # the time the rates cover: each line's rate is over the gap before it
                 gap = statistics.median(b[0] - a[0] for a, b in zip(points, points[1:], strict=False))
                 metrics[f"{name}_drift_span_s"] = points[-1][0] - points[0][0] + gap
-        metrics["log_monitor_cpu_s"] = self._own_cpu_s
+        metrics["log_monitor_cpu_s"] = self.own_cpu_s
         return MonitorResult(metrics=metrics, series=list(self.points))

@@ -25,7 +25,6 @@ mem_limit_mb, mem_limit_by and mem_limit_reached_mb. Series: mem_pss_mb.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from typing import Any
 import psutil
 
 from harness.cell.processes import tree
-from harness.monitors.base import MonitorResult
+from harness.monitors.base import MonitorResult, SamplingMonitor
 
 PERIOD_S = 0.5  # as the CPU monitor: most of a tick is the walk of /proc that finds the tree
 PSS_BUDGET = 0.01  # share of one core the scheduled PSS readings may cost
@@ -95,7 +94,7 @@ def read_pss(procs: list[psutil.Process]) -> Reading:
     return Reading(pss / MB, uss / MB, alive, fallback, peak)
 
 
-class MemoryMonitor:
+class MemoryMonitor(SamplingMonitor):
     """Samples the cell's tree every PERIOD_S; with `enforce()` also ends the tree when its
     PSS passes a limit (the --memory-limit watchdog)."""
 
@@ -103,9 +102,7 @@ class MemoryMonitor:
     BY = "harness's memory watchdog (PSS of the process tree, sampled every 0.5 s)"
 
     def __init__(self, period_s: float = PERIOD_S) -> None:
-        self.period_s = period_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__(period_s)
         self._result = MonitorResult()
         self._limit_mb: float | None = None
         self._on_limit: Callable[[LimitHit], None] | None = None
@@ -117,30 +114,14 @@ class MemoryMonitor:
         self._rss_at_last_pss = 0.0
         self._next_pss = 0.0
         self._last_forced = 0.0
-        self._own_cpu_s = 0.0
-        self._started = self._stopped = 0.0
 
     def enforce(self, limit_mb: float, on_limit: Callable[[LimitHit], None]) -> None:
         """Call `on_limit` (from the sampling thread, once) when the tree's PSS passes the limit."""
         self._limit_mb, self._on_limit = limit_mb, on_limit
 
-    def start(self, root_pid: int) -> None:
-        self._root = root_pid
-        self._started = time.monotonic()
-        self._thread = threading.Thread(target=self._loop, name="memory-monitor", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            t0 = time.thread_time()
-            self._sample(time.monotonic())
-            self._own_cpu_s += time.thread_time() - t0
-            if self._stop.wait(self.period_s):
-                break
-        self._stopped = time.monotonic()
-
-    def _sample(self, now: float) -> None:
-        procs = tree(self._root)
+    def sample(self) -> None:
+        now = time.monotonic()
+        procs = tree(self.root)
         if not procs:
             return
         rss = 0.0
@@ -176,10 +157,7 @@ class MemoryMonitor:
             if self._on_limit is not None:
                 self._on_limit(self.hit)
 
-    def stop(self) -> MonitorResult:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+    def result(self) -> MonitorResult:
         self._result.metrics = self.summarise()
         return self._result
 
@@ -197,8 +175,5 @@ class MemoryMonitor:
             m["mem_limit_mb"] = self.hit.limit_mb
             m["mem_limit_reached_mb"] = self.hit.reached_mb
             m["mem_limit_by"] = self.hit.by
-        m["mem_monitor_cpu_s"] = self._own_cpu_s
-        ran = (self._stopped or time.monotonic()) - self._started
-        if self._started and ran > 0:
-            m["mem_monitor_cpu_pct"] = 100.0 * self._own_cpu_s / ran
+        m.update(self.own_cost("mem_monitor_cpu_s", "mem_monitor_cpu_pct"))
         return m

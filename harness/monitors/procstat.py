@@ -18,7 +18,6 @@ never more slowly). No process is signalled or paused.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 import psutil
 
 from harness.cell.processes import tree
-from harness.monitors.base import MonitorResult
+from harness.monitors.base import MonitorResult, SamplingMonitor
 
 PER_THREAD_MAX = 64
 MAX_SHARE = 0.02  # the sampler's own CPU, as a share of one core
@@ -94,48 +93,30 @@ def _voluntary(path: str) -> int:
     return int(raw[at + len(b"voluntary_ctxt_switches:") : end])
 
 
-class ProcStatMonitor:
+class ProcStatMonitor(SamplingMonitor):
     """Samples /proc for every process under the root. Results stay on the object
     (`procs`, `threads`) for harness.watch to combine; metrics hold its own cost."""
 
     name = "procstat"
 
     def __init__(self, period_s: float = DEFAULT_PERIOD_S, max_share: float = MAX_SHARE) -> None:
-        self.base_period_s = period_s
+        super().__init__(period_s)
         self.max_share = max_share
         self.procs: dict[int, ProcInfo] = {}
         self.threads: dict[tuple[int, int], ThreadSamples] = {}
         self._handles: dict[int, psutil.Process] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._own_cpu_s = 0.0
         self._passes = 0
         self._period_max = period_s
-        self._started = 0.0
-        self._stopped = 0.0
 
-    def start(self, root_pid: int) -> None:
-        self._root = root_pid
-        self._started = time.monotonic()
-        self._thread = threading.Thread(target=self._loop, name="procstat-monitor", daemon=True)
-        self._thread.start()
+    def next_period(self, cost_s: float) -> float:
+        """Stretched so that the sampler's own CPU stays under max_share of a core."""
+        period = max(self.period_s, cost_s / self.max_share)
+        self._period_max = max(self._period_max, period)
+        return period
 
-    def _loop(self) -> None:
-        period = self.base_period_s
-        while True:
-            t0 = time.thread_time()
-            self.sample_once()
-            cost = time.thread_time() - t0
-            self._own_cpu_s += cost
-            period = max(self.base_period_s, cost / self.max_share)
-            self._period_max = max(self._period_max, period)
-            if self._stop.wait(period):
-                break
-        self._stopped = time.monotonic()
-
-    def sample_once(self) -> None:
+    def sample(self) -> None:
         self._passes += 1
-        for proc in tree(self._root):
+        for proc in tree(self.root):
             self._handles.setdefault(proc.pid, proc)
             self._sample_process(proc)
 
@@ -174,19 +155,13 @@ class ProcStatMonitor:
             voluntary = _voluntary(f"/proc/{pid}/status")
         info.samples.append((wall, cpu, *_io(pid), voluntary))
 
-    def stop(self) -> MonitorResult:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        ran = (self._stopped or time.monotonic()) - self._started
+    def result(self) -> MonitorResult:
         metrics: dict[str, Any] = {
             "procstat_passes": self._passes,
-            "procstat_period_s": self.base_period_s,
+            "procstat_period_s": self.period_s,
             "procstat_period_max_s": self._period_max,
-            "procstat_cpu_s": self._own_cpu_s,
+            **self.own_cost("procstat_cpu_s", "procstat_cpu_pct"),
         }
-        if ran > 0:
-            metrics["procstat_cpu_pct"] = 100.0 * self._own_cpu_s / ran
         return MonitorResult(metrics=metrics, processes=dict(self._handles))
 
 

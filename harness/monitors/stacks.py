@@ -28,7 +28,6 @@ import os
 import re
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ import psutil
 
 from harness.cell.processes import ask_death_signal, tree
 from harness.model.workshare import usable_cores
-from harness.monitors.base import MonitorResult
+from harness.monitors.base import MonitorResult, SamplingMonitor
 from harness.monitors.pyspy import PTRACE_HINT, py_spy
 
 MIN_RATE_HZ = 1
@@ -74,7 +73,7 @@ class Recording:
     returncode: int | None = None
 
 
-class StacksMonitor:
+class StacksMonitor(SamplingMonitor):
     """py-spy recorders over a process tree; `recordings` and `unsampled` for harness.watch."""
 
     name = "stacks"
@@ -86,10 +85,10 @@ class StacksMonitor:
         skip: Callable[[list[str], list[str] | None], bool] | None = None,
         period_s: float = PERIOD_S,
     ) -> None:
+        super().__init__(period_s)
         self.workdir = workdir
         self.budget_hz = budget_hz
         self.skip = skip or (lambda cmdline, parent_cmdline: False)  # (its command line, its parent's)
-        self.period_s = period_s
         self.recordings: list[Recording] = []
         self.unsampled: dict[int, str] = {}
         self.exe = py_spy()
@@ -100,49 +99,33 @@ class StacksMonitor:
         self._retry_at: dict[int, float] = {}
         self._skipped: set[int] = set()  # not ours to sample (the harness's own cell process)
         self._gone: set[int] = set()  # ended: never sampled again
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._own_cpu_s = 0.0
-        self._started = 0.0
-        self._stopped = 0.0
-        self.reason: str | None = None if self.exe else "py-spy was not found on PATH (pip install py-spy)"
+        self.reason = None if self.exe else "py-spy was not found on PATH (pip install py-spy)"
         self.launch_rate = float(max(2, usable_cores()))
         self._tokens = self.launch_rate
         self._last_pass = time.monotonic()
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self, root_pid: int) -> None:
-        self._root = root_pid
-        self._started = time.monotonic()
+    def begin(self, root_pid: int) -> bool:
         if self.exe is None:
-            return
+            return False
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._thread = threading.Thread(target=self._loop, name="stacks-monitor", daemon=True)
-        self._thread.start()
+        return True
 
-    def _loop(self) -> None:
-        try:
-            while not self._stop.is_set():
-                t0 = time.thread_time()
-                self._pass()
-                self._own_cpu_s += time.thread_time() - t0
-                self._stop.wait(self.period_s)
-        finally:
-            # Recorders are stopped from this thread: PR_SET_PDEATHSIG follows the thread
-            # that forked them, so it must outlive them.
-            self._end_all()
-            self._stopped = time.monotonic()
+    def sample(self) -> None:
+        self._pass()
 
-    def stop(self) -> MonitorResult:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+    def finish(self) -> None:
+        # Recorders are stopped from the sampling thread: PR_SET_PDEATHSIG follows the thread
+        # that forked them, so it must outlive them.
+        self._end_all()
+
+    def result(self) -> MonitorResult:
         return MonitorResult(metrics=self.summarise(), processes=dict(self._handles))
 
     # ------------------------------------------------------------------ scheduling
     def _candidates(self) -> list[psutil.Process]:
         out = []
-        for proc in tree(self._root):
+        for proc in tree(self.root):
             pid = proc.pid
             if pid in self._skipped or pid in self.unsampled or pid in self._gone:
                 continue
@@ -266,18 +249,18 @@ class StacksMonitor:
         return total
 
     def summarise(self) -> dict[str, Any]:
-        ran = (self._stopped or time.monotonic()) - self._started
+        ran = self.ran_s() or 0.0
         cpu_s = sum(r.cpu_s for r in self.recordings)
         metrics: dict[str, Any] = {
             "stacks_budget_hz": self.budget_hz,
             "stacks_recorders": len(self.recordings),
             "stacks_processes": len({r.pid for r in self.recordings}),
             "stacks_samples": self.samples(),
-            "stacks_cpu_s": cpu_s + self._own_cpu_s,
+            "stacks_cpu_s": cpu_s + self.own_cpu_s,
             "stacks_rate_hz": sorted({r.rate for r in self.recordings}),
         }
         if ran > 0:
-            metrics["stacks_cpu_pct"] = 100.0 * (cpu_s + self._own_cpu_s) / ran
+            metrics["stacks_cpu_pct"] = 100.0 * (cpu_s + self.own_cpu_s) / ran
             metrics["stacks_sample_hz"] = metrics["stacks_samples"] / ran
         if self.unsampled:
             metrics["stacks_unsampled"] = {str(pid): why for pid, why in sorted(self.unsampled.items())}

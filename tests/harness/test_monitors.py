@@ -3,10 +3,12 @@
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
+from harness.monitors.base import MonitorResult, SamplingEnded, SamplingMonitor
 from harness.monitors.cpu import CpuMonitor
 from harness.monitors.gpu import DeviceSample, GpuMonitor, PynvmlSource
 from harness.monitors.gpu_replay import ReplaySource
@@ -40,7 +42,7 @@ def test_replayed_samples_give_utilisation_memory_and_the_cells_gpu_pids(cell_tr
     monitor = GpuMonitor(source=ReplaySource(samples))
     assert monitor.open(root)
     for _ in range(4):
-        monitor.sample_once()
+        monitor.sample()
     metrics = monitor.summarise()
     assert metrics["gpu_pids"] == [child] and metrics["gpu_other_pids"] == [stranger]
     assert metrics["gpu_devices_used"] == [0]  # device 1 idle and unused: left out of the means
@@ -198,3 +200,51 @@ def test_a_neighbour_that_starts_mid_window_is_the_rest_of_the_machines_rise_not
             os.kill(neighbour, 9)
     assert m["cpu_util_mean"] > 40  # the tree's own spinning is not the others'
     assert m["cpu_others_rise_pct"] > 40 and m["cpu_others_rise_pct"] > 2 * m["cpu_others_rise_se"]
+
+
+class Counting(SamplingMonitor):
+    """A monitor that counts its samples and ends itself after `last` of them."""
+
+    name = "counting"
+
+    def __init__(self, period_s: float, last: int | None = None) -> None:
+        super().__init__(period_s)
+        self.last, self.samples, self.finished_in = last, 0, None
+
+    def sample(self) -> None:
+        self.samples += 1
+        if self.samples == self.last:
+            raise SamplingEnded("the source went away")
+
+    def finish(self) -> None:
+        self.finished_in = threading.current_thread().name
+
+    def result(self) -> MonitorResult:
+        return MonitorResult(metrics={"samples": self.samples, **self.own_cost("own_s", "own_pct")})
+
+
+def test_the_sampling_base_samples_until_stopped_and_ends_in_its_own_thread():
+    monitor = Counting(period_s=0.01)
+    monitor.start(os.getpid())
+    time.sleep(0.2)
+    m = monitor.stop().metrics
+    assert m["samples"] >= 3 and m["own_s"] >= 0 and 0 <= m["own_pct"] < 100
+    assert monitor.finished_in == "counting-monitor" and monitor.reason is None
+    assert monitor.stop().metrics["samples"] == m["samples"]  # stopped is stopped
+
+
+def test_a_sample_that_ends_the_sampling_keeps_its_reason_and_what_came_before():
+    monitor = Counting(period_s=0.001, last=3)
+    monitor.start(os.getpid())
+    deadline = time.monotonic() + 5
+    while monitor.stopped == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert monitor.stop().metrics["samples"] == 3
+    assert monitor.reason == "the source went away" and monitor.finished_in == "counting-monitor"
+
+
+def test_a_delta_sampler_waits_one_period_before_its_first_sample():
+    monitor = Counting(period_s=30)
+    monitor.WAIT_FIRST = True
+    monitor.start(os.getpid())
+    assert monitor.stop().metrics["samples"] == 0  # stopped before a period passed: nothing to difference
