@@ -12,6 +12,8 @@ import re
 import typing
 from pathlib import Path
 
+import pytest
+
 from harness.analysis.baselines import RUN_FIELDS
 from harness.analysis.gating import GATE_VERDICTS, Check
 from harness.diagnosis import Finding
@@ -153,6 +155,7 @@ def test_the_layer_check_sees_a_planted_upward_import():
     assert upward_imports(planted) == ["harness.runs.store (layer runs) imports harness.report.html (layer report)"]
 
 
+@pytest.mark.slow
 def test_no_import_cycle_between_the_packages_of_the_harness():
     """Module cycles are caught above; this catches two packages that lean on each other
     through different modules (runner -> watch.instruments while watch.session -> runner)."""

@@ -8,6 +8,8 @@ import importlib
 import re
 from pathlib import Path
 
+import pytest
+
 from harness.diagnosis.rules import RULES
 from harness.report.exports import EXPORTS, exporter
 from tests.harness.constructed_runs import cells, make_run
@@ -75,6 +77,7 @@ def test_every_export_has_its_flag_and_writes_a_file(cli, tmp_path):
         assert count > 0 and out.is_file() and out.stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_the_gate_campaigns_counts_in_the_docs_are_what_its_raw_files_give():
     """docs/benchmarks.md quotes the A/B campaign; `gate_trial.py --analyze` recomputes it from
     the committed raw files, so a count edited by hand (or data added without the docs) fails."""
@@ -97,6 +100,7 @@ def test_the_gate_campaigns_counts_in_the_docs_are_what_its_raw_files_give():
     assert len(combined) == 3 and all(f"{c} " in docs or f"{c}**" in docs for c in combined), combined
 
 
+@pytest.mark.slow
 def test_the_replayed_variants_in_the_docs_are_what_the_raw_files_give():
     """docs/benchmarks.md quotes `gate_trial.py --replay` predictions (tighter tolerances, one
     pair a block); each replay row is seeded, so the printed shares are exact and the docs

@@ -168,6 +168,7 @@ def all_problems() -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_every_harness_command_in_the_readme_and_the_guide_parses():
     count = sum(len(shown_commands(p.read_text())) for p in pages())
     assert count > 30, f"only {count} commands found: is the extraction broken?"

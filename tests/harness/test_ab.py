@@ -103,6 +103,7 @@ def assert_nothing_left(repo: Path, tmp_path: Path) -> None:
     assert not processes_mentioning(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_a_planted_slowdown_between_two_commits_is_a_regression(repo, cli, tmp_path):
     out = tmp_path / "res"
     args = ("ab", "HEAD~1", "--suite", "abtoy", "--pairs", "1", "--warmup-pairs", "0", "--budget", "60", "--seed", "1")
@@ -125,6 +126,7 @@ def test_a_planted_slowdown_between_two_commits_is_a_regression(repo, cli, tmp_p
     assert_nothing_left(repo, tmp_path)
 
 
+@pytest.mark.slow
 def test_gate_against_a_revision_speed_from_the_ab(repo, cli, tmp_path):
     out = tmp_path / "res"
     sweep = cli("sweep", "--suite", "abtoy", "--duration", "0.5", "--out", out, "--quiet")
@@ -174,6 +176,7 @@ def test_outside_a_git_repository_exits_2(repo, cli, tmp_path, monkeypatch):
     assert result.exit_code == 2 and "not inside a git repository" in result.output, result.output
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_no_worktree_and_no_process(repo, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), PACKAGE_ROOT])}
     proc = subprocess.Popen(

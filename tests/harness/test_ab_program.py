@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 PROGRAM = textwrap.dedent(
     """
     import time
@@ -43,6 +45,7 @@ def ab(repo, rev, out):
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_ab_of_a_users_program_that_only_logs_its_iterations(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()

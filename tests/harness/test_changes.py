@@ -4,6 +4,7 @@ flagged about as often as the test's level says."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from harness.analysis.changes import ALPHA, change_points
 
@@ -20,6 +21,7 @@ def test_a_step_and_a_dip_are_found_where_they_are():
     assert change_points([5.0] * 10) == [] and change_points([1.0, 2.0]) == []
 
 
+@pytest.mark.slow
 def test_noise_alone_is_rarely_a_change():
     rng = np.random.default_rng(2)
     flagged = np.mean([bool(change_points(rng.normal(0, 1, 12), seed=i)) for i in range(150)])

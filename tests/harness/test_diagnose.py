@@ -270,6 +270,7 @@ def test_diagnose_cli_prints_findings_and_json(cli, tmp_path):
     assert table.exit_code == 0 and "LOST_WORK" in table.output and "SMALL_BATCHES" in table.output
 
 
+@pytest.mark.slow
 def test_a_sweep_here_records_gpu_absence_and_prints_its_findings(cli, tmp_path):
     result = cli("sweep", "--suite", "synthetic", "--workers", "1,4", "--duration", "0.3", "--out", tmp_path, "--quiet")
     assert result.exit_code == 0, result.output

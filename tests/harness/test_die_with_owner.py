@@ -39,6 +39,7 @@ def group(pgid: int) -> list[psutil.Process]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 @pytest.mark.parametrize("stopped", [True, False], ids=["stopped-group", "running-group"])
 def test_a_cells_group_dies_with_its_sigkilled_owner(tmp_path, stopped):
@@ -67,6 +68,7 @@ def test_a_cells_group_dies_with_its_sigkilled_owner(tmp_path, stopped):
             pass
 
 
+@pytest.mark.slow
 def test_a_cell_runs_on_after_the_sigconts_an_ab_sends(tmp_path):
     """The death signal's handler must not take the SIGCONT of every slice for the owner's death."""
     from harness.cell.processes import child_env

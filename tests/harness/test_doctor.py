@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from harness.monitors import machine
 from harness.running import noise
 from tests.conftest import run_dirs
 
 
+@pytest.mark.slow
 def test_doctor_reads_the_machine_keeps_the_reading_and_sweeps_record_it(cli, tmp_path):
     result = cli("doctor", "--seconds", "3", "--out", tmp_path)
     assert result.exit_code == 0, result.output
@@ -27,6 +30,7 @@ def test_doctor_reads_the_machine_keeps_the_reading_and_sweeps_record_it(cli, tm
     assert meta["machine_state"]["usable_cores"] >= 1
 
 
+@pytest.mark.slow
 def test_without_a_reading_run_json_says_how_to_get_one(cli, tmp_path):
     assert cli("run", "synthetic", "--duration", "0.2", "--out", tmp_path).exit_code == 0
     (run_dir,) = run_dirs(tmp_path)

@@ -30,6 +30,7 @@ def rows(run_dir):
     )
 
 
+@pytest.mark.slow
 def test_ray_sweep_matches_local_rows_and_cleans_up(cli, tmp_path):
     args = ["sweep", "--suite", "synthetic", "--workers", "1,2", "--set", "slowdown=1,2", "--work", "20", "--quiet"]
     assert cli(*args, "--out", tmp_path / "local").exit_code == 0

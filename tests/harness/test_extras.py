@@ -34,6 +34,7 @@ def test_a_suite_whose_extra_is_missing_exits_2_naming_the_extra(needy, cli, tmp
     assert "needy: not ready" in listed.output and "synthetic: ready" in listed.output
 
 
+@pytest.mark.slow
 def test_the_harness_imports_no_heavy_extra():
     """Every harness module but the Ray executor (which is the [ray] extra) imports without
     pulling in torch, numba, gymnasium or ray."""

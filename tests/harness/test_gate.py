@@ -153,6 +153,7 @@ def test_cli_exit_codes_and_files(cli, tmp_path):
         assert words in result.output and "Traceback" not in result.output, (args, result.output)
 
 
+@pytest.mark.slow
 def test_real_sweep_gated_against_its_own_baseline(cli, tmp_path):
     out = tmp_path / "res"
     args = ("sweep", "--suite", "synthetic", "--set", "workers=1,2", "--duration", "0.3", "--repeats", "1")

@@ -54,6 +54,7 @@ def wait_for(condition, out: Path, proc: subprocess.Popen, timeout: float = 60.0
         time.sleep(0.005)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", list(MOMENTS))
 def test_ctrl_c_at_any_moment_exits_130_and_resume_completes(tmp_path, moment):
     out = tmp_path / "res"
@@ -87,6 +88,7 @@ def test_ctrl_c_at_any_moment_exits_130_and_resume_completes(tmp_path, moment):
     assert (run_dir / "report.html").exists()
 
 
+@pytest.mark.slow
 def test_sigterm_during_a_cell_is_an_interrupt_too(tmp_path):
     out = tmp_path / "res"
     sweep = subprocess.Popen(sweep_command(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

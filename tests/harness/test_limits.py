@@ -10,6 +10,7 @@ from tests.conftest import read_records, run_dirs
 from tests.records import make_record
 
 
+@pytest.mark.slow
 def test_limits_writes_a_run_with_round_trips_and_a_suites_curve(cli, tmp_path):
     result = cli(
         "limits",

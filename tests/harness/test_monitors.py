@@ -180,6 +180,7 @@ def test_an_attached_process_counts_from_the_attach_not_its_past():
     assert m["cpu_s"] < 0.1 and m["cpu_util_mean"] < 20  # asleep while watched
 
 
+@pytest.mark.slow
 def test_a_neighbour_that_starts_mid_window_is_the_rest_of_the_machines_rise_not_the_trees():
     """A busy tree counts as the tree's; a process nobody here started, burning a core from
     the middle of the window on, as the rest of the machine's rise (what DRIFT then names)."""

@@ -3,6 +3,7 @@
 import json
 
 import psutil
+import pytest
 
 from harness.monitors.pyspy import _why, dump_stacks
 from harness.running.matrix import Cell, cell_id
@@ -25,6 +26,7 @@ def synthetic_cell(timeout: float, **params) -> Cell:
     return Cell("synthetic", full, 0.5, 0.0, None, 1, timeout, cell_id("synthetic", full))
 
 
+@pytest.mark.slow
 def test_a_hung_cell_leaves_a_stack_dump_naming_the_hanging_function(tmp_path):
     store = RunStore.create(tmp_path, "hang", {})
     cell = synthetic_cell(2.0, fail="hang", fail_after_s=0, workers=2)
@@ -51,6 +53,7 @@ def test_a_process_py_spy_cannot_read_is_recorded_with_why(tmp_path):
     assert "SYS_PTRACE" in _why(permission) and "Permission denied" in _why(permission)
 
 
+@pytest.mark.slow
 def test_profile_samples_the_cell_and_its_worker_processes(cli, tmp_path):
     result = cli(
         "profile",

@@ -27,6 +27,7 @@ FORMATS = {  # format -> (the counter it must be judged by, --progress-file, wor
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_each_format_gives_a_counted_rate(fmt, tmp_path, monkeypatch):
     if fmt == "tensorboard":
@@ -45,6 +46,7 @@ def test_each_format_gives_a_counted_rate(fmt, tmp_path, monkeypatch):
     assert not [w for w in probe.warnings if "no progress counter" in w]
 
 
+@pytest.mark.slow
 def test_a_sweep_of_a_running_average_program_finds_the_drift_and_the_disagreement(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli", "sweep", "--duration", "12", "--warmup", "1", "--steady", "off",

@@ -16,6 +16,7 @@ from suites.synthetic.faults import blow_up_memory
 from tests.conftest import processes_mentioning, read_records, run_dirs
 
 
+@pytest.mark.slow
 def test_each_fault_kind_gets_its_status_and_reason_and_no_process_remains(cli, tmp_path):
     result = cli(
         "sweep",
@@ -75,6 +76,7 @@ def sweep_command(out):
     ]
 
 
+@pytest.mark.slow
 def test_sigkill_of_the_sweep_then_resume_runs_exactly_the_missing_cells(tmp_path):
     out = tmp_path / "res"
     sweep = subprocess.Popen(sweep_command(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -10,6 +10,8 @@ import re
 from html import unescape
 from pathlib import Path
 
+import pytest
+
 from harness.runs.store import RunStore
 from tests.conftest import run_dirs
 from tests.harness.constructed_runs import SPIN, record
@@ -29,6 +31,7 @@ def markdown_run_line(run_dir: Path) -> str:
     return unescape(lines[1])
 
 
+@pytest.mark.slow
 def test_a_finished_sweeps_reports_say_finished_with_its_failed_cell_and_end(tmp_path, cli):
     out = tmp_path / "res"
     result = cli(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from harness.runs.store import RunStore
 from tests.conftest import read_records, run_dirs
 
@@ -29,6 +31,7 @@ def test_resume_refuses_another_commit_and_force_notes_it(cli, tmp_path):
     assert "forced" in entry and "0" * 12 in entry["forced"] and entry["git_commit"] != "0" * 40
 
 
+@pytest.mark.slow
 def test_resume_at_the_same_commit_records_it_again(cli, tmp_path):
     out = tmp_path / "out"
     assert cli("sweep", "--suite", "synthetic", "--duration", "0.2", "--out", out, "--quiet").exit_code == 0
@@ -39,6 +42,7 @@ def test_resume_at_the_same_commit_records_it_again(cli, tmp_path):
     assert entry["git_commit"] == meta["git_commit"] and "forced" not in entry
 
 
+@pytest.mark.slow
 def test_retry_failed_reruns_failed_cells_and_keeps_the_failed_records(cli, tmp_path):
     flag = tmp_path / "flag"
     out = tmp_path / "out"

@@ -1,10 +1,12 @@
 """The harness core's acceptance paths, through the real CLI and real child processes."""
 
 import pandas as pd
+import pytest
 
 from tests.conftest import processes_mentioning, read_records, run_dirs
 
 
+@pytest.mark.slow
 def test_sweep_writes_one_line_per_repeat_and_a_summary(cli, tmp_path):
     result = cli(
         "sweep",
@@ -37,6 +39,7 @@ def test_sweep_writes_one_line_per_repeat_and_a_summary(cli, tmp_path):
     assert {"units", "cpu_util"} <= set(series["metric"])
 
 
+@pytest.mark.slow
 def test_hang_times_out_raise_errors_and_the_sweep_goes_on(cli, tmp_path):
     result = cli(
         "sweep",

@@ -23,6 +23,7 @@ def toy(monkeypatch):
         cached.cache_clear()
 
 
+@pytest.mark.slow
 def test_a_toy_suite_is_listed_swept_charted_and_diagnosed(toy, cli, tmp_path):
     listed = cli("suites")
     assert listed.exit_code == 0 and "toy: sleeping lanes" in listed.output and "contention" in listed.output

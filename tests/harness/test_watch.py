@@ -65,6 +65,7 @@ def assert_quiet(result, allow: tuple[str, ...] = ()) -> None:
     assert not found, [(f.rule, f.hint) for f in found]
 
 
+@pytest.mark.slow
 def test_a_sleep_poll_loop_is_busy_waiting_and_a_blocking_get_is_not(tmp_path):
     runs = watch_pair(tmp_path, "busy_poll.py", ["poll"], ["block"], 4)
     assert_named(runs["poll"], "BUSY_WAIT")
@@ -80,12 +81,14 @@ def test_a_sleep_poll_loop_is_busy_waiting_and_a_blocking_get_is_not(tmp_path):
     assert "where_main_sleep" in series and "log_steps_per_s" in series
 
 
+@pytest.mark.slow
 def test_sending_the_whole_growing_table_is_serialization_and_deltas_are_not(tmp_path):
     runs = watch_pair(tmp_path, "full_state.py", ["full"], ["delta"], 5)
     assert_named(runs["full"], "SERIALIZATION")
     assert_quiet(runs["delta"])
 
 
+@pytest.mark.slow
 def test_threads_sharing_a_net_at_batch_one_are_small_batches_and_one_batched_call_is_not(tmp_path):
     pytest.importorskip("torch")
     runs = watch_pair(tmp_path, "shared_net.py", ["threads"], ["batched"], TORCH_S)
@@ -95,18 +98,21 @@ def test_threads_sharing_a_net_at_batch_one_are_small_batches_and_one_batched_ca
     assert metrics["batch_mean"] == 1.0 and metrics["batch_limit"] == 16
 
 
+@pytest.mark.slow
 def test_floor_division_over_too_many_workers_leaves_them_idle_and_split_work_does_not(tmp_path):
     runs = watch_pair(tmp_path, "lost_work.py", ["floor"], ["split"], 5)
     assert_named(runs["floor"], "IDLE_WORKERS")
     assert_quiet(runs["split"])
 
 
+@pytest.mark.slow
 def test_cpu_bound_threads_are_gil_bound_and_processes_are_not(tmp_path):
     runs = watch_pair(tmp_path, "gil_threads.py", ["threads"], ["processes"], 4)
     assert_named(runs["threads"], "GIL_BOUND")
     assert_quiet(runs["processes"])
 
 
+@pytest.mark.slow
 def test_a_decaying_logged_rate_drifts_and_a_flat_one_does_not(tmp_path):
     # 12 s: the rate lines must cover DRIFT's 10 s after the program's start-up (10.9 s at 11)
     runs = watch_pair(tmp_path, "decaying_rate.py", ["decay"], ["flat"], 12)
@@ -116,6 +122,7 @@ def test_a_decaying_logged_rate_drifts_and_a_flat_one_does_not(tmp_path):
     assert "log_iter_per_s falls" in stdout
 
 
+@pytest.mark.slow
 def test_workers_on_the_cpu_when_cuda_was_asked_for_are_off_device(tmp_path):
     pytest.importorskip("torch")
     torch = pytest.importorskip("torch")
@@ -129,6 +136,7 @@ def test_workers_on_the_cpu_when_cuda_was_asked_for_are_off_device(tmp_path):
         assert sorted(devices.values()) == ["cpu", "cpu"]  # two workers, each ran its net on the cpu
 
 
+@pytest.mark.slow
 def test_an_attached_process_is_only_read_and_keeps_running(tmp_path):
     log = tmp_path / "program.log"
     with open(log, "w") as out:
@@ -159,6 +167,7 @@ def test_an_attached_process_is_only_read_and_keeps_running(tmp_path):
         program.wait()
 
 
+@pytest.mark.slow
 def test_every_cell_of_the_command_suite_is_watched(tmp_path):
     argv = f"{sys.executable} {PROGRAMS / 'busy_poll.py'} poll"
     command = [sys.executable, "-m", "harness.cli", "run", "command", "--set", f"argv={argv}", "--duration", "4"]
@@ -172,6 +181,7 @@ def test_every_cell_of_the_command_suite_is_watched(tmp_path):
     assert not marked_processes(run)
 
 
+@pytest.mark.slow
 def test_sigterm_ends_the_program_and_still_writes_the_run(tmp_path):
     command = [sys.executable, "-m", "harness.cli", "watch", "--quiet", "--out", str(tmp_path), "--"]
     watcher = subprocess.Popen(
@@ -216,6 +226,7 @@ def test_bad_input_exits_2_naming_what_is_allowed_and_starts_nothing(cli, tmp_pa
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.slow
 def test_a_process_py_spy_cannot_read_is_listed_with_the_reason(cli, tmp_path):
     result = cli("watch", "--quiet", "--duration", "4", "--out", tmp_path, "--", "sh", "-c", "sleep 3.8")
     assert result.exit_code == 0, result.output

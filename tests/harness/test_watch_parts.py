@@ -199,6 +199,7 @@ def test_rates_followed_in_a_growing_log_give_a_median_and_a_drift(tmp_path):
 
 
 # ------------------------------------------------------------------ torch hook
+@pytest.mark.slow
 def test_the_hook_records_top_level_calls_only_where_the_program_imports_torch(tmp_path):
     pytest.importorskip("torch")
     program = tmp_path / "prog.py"

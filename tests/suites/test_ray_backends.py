@@ -49,6 +49,7 @@ def exploitability_trend(backend: str) -> tuple[list[float], dict]:
     return [p["value"] for p in points if p["name"] == "exploitability"], metrics
 
 
+@pytest.mark.slow
 @needs_ray
 def test_private_ray_gives_the_processes_tables_and_leaves_no_process():
     import ray
@@ -93,6 +94,7 @@ def cluster():
         shutdown(ray)
 
 
+@pytest.mark.slow
 @needs_ray
 def test_mccfr_ray_does_all_requested_work(cluster):
     # 3 workers, batches of 2: one worker is never started; the last batch (the remainder)
@@ -105,6 +107,7 @@ def test_mccfr_ray_does_all_requested_work(cluster):
     assert cluster.is_initialized()  # a cluster the suite joined is left running
 
 
+@pytest.mark.slow
 @needs_ray
 def test_selfplay_ray_server_finishes_valid_games(cluster):
     m = selfplay_run(Probe(target_work=3), ray_inference="server")
@@ -117,6 +120,7 @@ def test_selfplay_ray_server_finishes_valid_games(cluster):
     assert cluster.is_initialized()  # a cluster the suite joined is left running
 
 
+@pytest.mark.slow
 @needs_ray
 def test_selfplay_ray_local_nets_play_until_told_to_stop(cluster):
     m = selfplay_run(Probe(duration_s=1.0, warmup_s=0.2), ray_inference="local")

@@ -38,6 +38,7 @@ def test_a_plugin_backend_validates_and_is_listed(cli, fresh_registry):
     assert "toy" in result.output
 
 
+@pytest.mark.slow
 def test_a_sweep_runs_the_plugin_backend_in_every_cell(cli, tmp_path, monkeypatch, fresh_registry):
     monkeypatch.setenv("HARNESS_PLUGINS", "tests.toys.toy_backend")  # the cells inherit it
     result = cli(

@@ -71,6 +71,7 @@ def _writer(ring: ReplayRing, total: int) -> None:
         seq += n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start_method", ["fork", "spawn"])
 def test_no_torn_rows_under_a_concurrent_writer(start_method: str) -> None:
     ctx = mp.get_context(start_method)

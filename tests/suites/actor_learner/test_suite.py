@@ -20,6 +20,7 @@ def run(probe: Probe, **params: object) -> dict:
     return probe.finish()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sequential", "processes"])
 def test_env_steps_done_equal_epochs_x_turns_x_agents(backend: str) -> None:
     metrics = run(Probe(), backend=backend, publish_interval=2, **TINY)
@@ -47,12 +48,14 @@ def test_throttled_learners_train_at_most_once_per_batch_of_new_transitions() ->
     assert metrics["wait_s"] >= 0 and metrics["learner_wait_cpu_s"] >= 0
 
 
+@pytest.mark.slow
 def test_duration_mode_runs_until_told_to_stop_and_requests_what_it_did() -> None:
     metrics = run(Probe(duration_s=0.3), backend="processes", **{**TINY, "epochs": 1})
     assert metrics["env_steps"] > 6 * 3  # more than the single epoch the params name
     assert metrics["work_requested"] == metrics["work_done"] == metrics["env_steps"]
 
 
+@pytest.mark.slow
 def test_a_short_seeded_sequential_run_beats_a_random_policy() -> None:
     metrics = run(
         Probe(),

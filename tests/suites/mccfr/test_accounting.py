@@ -26,6 +26,7 @@ def test_plan_loses_no_iteration(workers, batch_size):
     assert pool_size(batch_size, workers) == min(batch_size, workers)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", WORKERS)
 @pytest.mark.parametrize("batch_size", BATCHES)
 def test_threads_run_does_all_requested_work(workers, batch_size):
@@ -38,6 +39,7 @@ def test_threads_run_does_all_requested_work(workers, batch_size):
     assert any(f"{idle} workers stay idle" in w for w in probe.warnings) == (idle > 0)
 
 
+@pytest.mark.slow
 def test_many_worker_processes_do_all_requested_work():
     probe = Probe(target_work=2_500)
     run(Params(game="kuhn", backend="processes", workers=128, batch_size=1000, start_method="fork"), probe)
@@ -49,6 +51,7 @@ def test_many_worker_processes_do_all_requested_work():
     assert mp.active_children() == []
 
 
+@pytest.mark.slow
 def test_idle_workers_are_not_started():
     probe = Probe(target_work=30)
     run(Params(game="kuhn", backend="processes", workers=8, batch_size=3, start_method="fork"), probe)

@@ -57,6 +57,7 @@ def test_a_block_holds_a_reply_of_every_row():
         pool.close()
 
 
+@pytest.mark.slow
 def test_many_blocks_in_flight_fit_under_a_low_soft_file_limit():
     """40 workers x 9 batches in flight hold ~360 block descriptors, past a soft limit of
     256: the backend lifts the soft limit to the hard one instead of failing."""

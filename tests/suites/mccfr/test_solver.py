@@ -80,6 +80,7 @@ def test_processes_and_threads_run_the_same_algorithm(sync, staleness):
     np.testing.assert_array_equal(thr, proc)
 
 
+@pytest.mark.slow
 def test_delta_full_shared_follow_the_same_trend():
     curves = {}
     for sync in ("delta", "full", "shared"):

@@ -55,6 +55,7 @@ def test_duration_mode_processes_reports_sync_metrics(staleness):
     assert mp.active_children() == []
 
 
+@pytest.mark.slow
 def test_spawned_workers_do_not_import_torch():
     probe = Probe(target_work=200)
     SUITE.run(Params(game="kuhn", backend="processes", workers=1, start_method="spawn"), probe)
@@ -78,6 +79,7 @@ def test_sequential_warns_about_ignored_workers():
     assert any("ignored" in w for w in probe.warnings)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("backend", "workers", "staleness"), [("sequential", 1, 1), ("processes", 2, 2)])
 def test_a_nashconv_target_is_met_and_timed_on_merged_tables(backend, workers, staleness):
     from harness.cell.targets import Target

@@ -104,6 +104,7 @@ def test_server_threads_are_the_cores_the_workers_leave():
         {"games_per_worker": 2, "inflight": 1, "gather": "full", "server_threads": 2},  # a spawned server
     ],
 )
+@pytest.mark.slow
 def test_a_server_cell_with_games_in_flight_accounts_every_game(knobs):
     metrics = run(Probe(target_work=5), backend="server", workers=2, **TINY, **knobs)
     assert_valid_games(metrics, 5)
@@ -113,6 +114,7 @@ def test_a_server_cell_with_games_in_flight_accounts_every_game(knobs):
     assert metrics["workers_with_torch"] == 0
 
 
+@pytest.mark.slow
 def test_a_server_cell_records_its_idle_shares_and_efficiency():
     metrics = run(Probe(duration_s=0.8, warmup_s=0.2), backend="server", workers=2, games_per_worker=2, **TINY)
     assert 0 <= metrics["server_idle_share"] <= 1 and 0 <= metrics["client_wait_share"] <= 1

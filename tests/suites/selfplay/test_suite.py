@@ -36,6 +36,7 @@ def test_every_backend_finishes_games(backend):
         assert metrics["wait_ms_count"] > 0
 
 
+@pytest.mark.slow
 def test_server_fills_batches_from_many_workers():
     # a count, not a time: the generous timeout means batches fire when full or when every
     # worker is waiting, so the mean depends on how many leaves each search step finds
