@@ -2,37 +2,73 @@
 cells time-sliced against each other on this machine, each cell until the sequential test
 decides (regression / no regression beyond the tolerance) or its budget is spent.
 
-Also the engine of `harness gate --against REV` (options, the A/B run, ab.json)."""
+Its A/B flags become ABOptions here (build_options, also for `harness gate --against REV`);
+the A/B run over the cells is harness.commands.ab_run, which gate shares."""
 
 from __future__ import annotations
 
 import math
 import sys
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from harness.ab.experiment import (
-    DEFAULT_BUDGET_S,
-    ABOptions,
-    CellAB,
-    exit_code,
-    refusal,
-    run_all,
-)
-from harness.ab.revisions import Side, repo_root, sides
-from harness.ab.sequential import DEFAULT_TOLERANCE
-from harness.ab.slicing import SliceOptions
-from harness.analysis.gating import parse_tolerance
-from harness.commands.program import Program
-from harness.commands.sweep import build_overrides
+import typer
+
+from harness.commands import options
 from harness.errors import UserError
-from harness.report.ab import progress_line, render_ab
-from harness.running import interrupts, metadata
-from harness.running.matrix import Cell, Spec, apply_overrides, expand, load_spec
-from harness.runs.store import RunStore, utc_now, write_json_atomic
 
-AB_JSON = "ab.json"
+if TYPE_CHECKING:
+    from harness.ab.experiment import ABOptions
+    from harness.running.matrix import Overrides
+
+
+@options.command(cls=options.ProgramTail)
+def ab(
+    ctx: typer.Context,
+    base_rev: str = typer.Argument(..., help="the base revision (commit, branch, tag: HEAD~1, origin/main)"),
+    rest: list[str] = typer.Argument(None, help="[CAND_REV] (default: the working tree) [SPEC.toml]"),
+    suite: str = typer.Option(None, "--suite", help="this suite's cells (or its entries of the spec)"),
+    workers: str = typer.Option(None, "--workers", help="comma list: one cell per value"),
+    backend: str = typer.Option(None, "--backend", help="comma list: one cell per value"),
+    set_: list[str] = options.SetOpt,
+    tolerance: str = typer.Option(
+        None, "--tolerance", help="slowdown allowed, e.g. 3% (default: docs/benchmarks.md, A/B gate)"
+    ),
+    budget: float = typer.Option(
+        None, "--budget", help="A/B seconds per cell before it is called undecided (default 180)"
+    ),
+    confidence: float = typer.Option(0.95, "--confidence", help="A/B: 1 - each decision's error rate"),
+    slice_s: float = typer.Option(None, "--slice", help="A/B: minimum slice length in seconds (default 1)"),
+    settle: float = typer.Option(None, "--settle", help="A/B: seconds after SIGCONT not measured (default 0)"),
+    pairs: int = typer.Option(None, "--pairs", help="A/B: measured pairs per launch of fresh processes (default 2)"),
+    warmup_pairs: int = typer.Option(
+        None, "--warmup-pairs", help="A/B: pairs discarded after each launch (default 1)"
+    ),
+    min_blocks: int = typer.Option(
+        None, "--min-blocks", help="A/B: blocks run whatever the budget (default: the fewest that can decide, 7 at 95 %)"
+    ),
+    seed: int = typer.Option(None, "--seed", help="A/B: seed of the pair orders (default: drawn and recorded)"),
+    out: Path = options.OutOpt,
+    label: str = typer.Option(None, "--label", help="name in the A/B's directory"),
+    quiet: bool = typer.Option(False, "--quiet", help="no line per block"),
+    progress: list[str] = options.ProgressOpt,
+    progress_file: list[str] = options.ProgressFileOpt,
+) -> int:
+    """A/B two revisions on this machine, time-sliced (your program after --, run in each
+    revision's worktree): exit 0 no regression, 1 regression, 3 undecided, 2 bad input."""
+    from harness.commands.sweep import build_overrides
+
+    opts = build_options(tolerance=tolerance, budget=budget, confidence=confidence, slice_s=slice_s, settle=settle,
+                         pairs=pairs, seed=seed, warmup_pairs=warmup_pairs, min_blocks=min_blocks)  # fmt: skip
+    program = options.program_of(ctx, progress, progress_file)
+    cand_rev, spec_path = split_positionals(list(rest or []))
+    if spec_path is None and suite is None and program is None:
+        raise UserError(
+            "nothing to compare: give a sweep spec (SPEC.toml), --suite NAME [--set k=v ...] or your program after --"
+        )
+    overrides = build_overrides(suite, workers, backend, set_, {}, label, program)
+    return main(base_rev=base_rev, cand_rev=cand_rev, spec_path=spec_path, overrides=overrides, opts=opts, out=out,
+                quiet=quiet)  # fmt: skip
 
 
 def build_options(
@@ -47,6 +83,11 @@ def build_options(
     min_blocks: int | None = None,
 ) -> ABOptions:
     """The A/B's options from the command line, each checked against what is allowed."""
+    from harness.ab.experiment import DEFAULT_BUDGET_S, ABOptions
+    from harness.ab.sequential import DEFAULT_TOLERANCE
+    from harness.ab.slicing import SliceOptions
+    from harness.analysis.gating import parse_tolerance
+
     if not 0.5 <= confidence < 1:
         raise UserError(f"--confidence {confidence}: must lie in [0.5, 1) (e.g. 0.95: each decision errs <= 5 %)")
     if budget is not None and not (math.isfinite(budget) and budget > 0):
@@ -84,11 +125,6 @@ def build_options(
     )
 
 
-def check_sliceable(cells: list[Cell]) -> list[tuple[Cell, str]]:
-    """(cell, why) for every cell that cannot be time-sliced."""
-    return [(cell, why) for cell in cells if (why := refusal(cell)) is not None]
-
-
 def split_positionals(rest: list[str]) -> tuple[str | None, Path | None]:
     """[CAND_REV] [SPEC.toml]: an argument naming a .toml file is the spec."""
     cand, spec = None, None
@@ -104,71 +140,26 @@ def split_positionals(rest: list[str]) -> tuple[str | None, Path | None]:
     return cand, spec
 
 
-def side_facts(side: Side) -> dict[str, Any]:
-    return {"rev": side.rev, "commit": side.commit, "dirty": side.dirty, "describe": side.describe()}
-
-
-def ab_document(base: Side, cand: Side, opts: ABOptions, results: list[CellAB], state: str) -> dict[str, Any]:
-    return {
-        "state": state,
-        "written": utc_now(),
-        "base": side_facts(base),
-        "candidate": side_facts(cand),
-        "options": {**asdict(opts)},
-        "exit_code": exit_code(results) if state == "finished" else None,
-        "cells": [r.to_json() for r in results],
-    }
-
-
-def run_ab(cells: list[Cell], base: Side, cand: Side, root: Path, opts: ABOptions, quiet: bool) -> list[CellAB]:
-    """Every cell's A/B, ab.json rewritten after each cell (and marked interrupted on Ctrl-C)."""
-    path = root / AB_JSON
-    results: list[CellAB] = []
-
-    def on_block(result: CellAB) -> None:
-        if not quiet:
-            print(progress_line(result), flush=True)
-
-    def on_cell(done: list[CellAB]) -> None:
-        results[:] = done
-        r = done[-1]
-        print(f"{r.cell.suite} {r.label}: {r.decision}: {r.reason}", flush=True)
-        write_json_atomic(path, ab_document(base, cand, opts, done, "running"))
-
-    print(
-        f"A/B: base {base.describe()} vs candidate {cand.describe()}; {len(cells)} cell(s), "
-        f"tolerance {100 * opts.tolerance:g} %, budget {opts.budget_s:g} s per cell",
-        flush=True,
-    )
-    try:
-        with interrupts.deferred():  # Ctrl-C and SIGTERM act between slices (harness.running.interrupts)
-            results = run_all(cells, base, cand, root, opts, on_block, on_cell)
-    except KeyboardInterrupt:
-        write_json_atomic(path, ab_document(base, cand, opts, results, "interrupted"))
-        raise
-    write_json_atomic(path, ab_document(base, cand, opts, results, "finished"))
-    return results
-
-
 def main(
+    *,
     base_rev: str,
-    rest: list[str] | None,
-    suite: str | None,
-    workers: str | None,
-    backend: str | None,
-    sets: list[str] | None,
+    cand_rev: str | None,
+    spec_path: Path | None,
+    overrides: Overrides,
     opts: ABOptions,
     out: Path,
-    label: str | None,
     quiet: bool,
-    program: Program | None = None,
 ) -> int:
-    cand_rev, spec_path = split_positionals(list(rest or []))
-    if spec_path is None and suite is None and program is None:
-        raise UserError(
-            "nothing to compare: give a sweep spec (SPEC.toml), --suite NAME [--set k=v ...] or your program after --"
-        )
-    overrides = build_overrides(suite, workers, backend, sets, {}, label, program)
+    """The A/B of every cell of the spec with the command line's overrides, in a run
+    directory of its own (run.json, ab.json); the exit code of its decisions."""
+    from harness.ab.experiment import exit_code
+    from harness.ab.revisions import repo_root, sides
+    from harness.commands.ab_run import AB_JSON, check_sliceable, run_ab, side_facts
+    from harness.report.ab import render_ab
+    from harness.running import metadata
+    from harness.running.matrix import Spec, apply_overrides, expand, load_spec
+    from harness.runs.store import RunStore, utc_now
+
     spec = apply_overrides(load_spec(spec_path) if spec_path is not None else Spec(), overrides)
     cells = expand(spec)
     refused = check_sliceable(cells)

@@ -6,17 +6,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.ab.experiment import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
-from harness.ab.sequential import DEFAULT_TOLERANCE
-from harness.analysis.comparison import compare_runs
-from harness.analysis.gating import parse_tolerance
+import typer
+
+from harness.commands import options
 from harness.errors import UserError
-from harness.report.terminal import render_compare
 
 FAIL_ON = ("regression",)
 
 
-def main(run_a: Path, run_b: Path, html: bool, fail_on: str | None = None, tolerance: str | None = None) -> int:
+@options.command()
+def compare(
+    run_a: Path = typer.Argument(..., help="baseline run directory (A)"),
+    run_b: Path = typer.Argument(..., help="candidate run directory (B)"),
+    html: bool = typer.Option(False, "--html", help="also write compare-<A>.html into B's directory"),
+    fail_on: str = typer.Option(
+        None, "--fail-on", help="regression: exit 1 if a throughput of B is slower beyond --tolerance, 3 if undecided"
+    ),
+    tolerance: str = typer.Option(None, "--tolerance", help="with --fail-on: slowdown allowed (default 3%)"),
+) -> int:
+    """Ratio B/A of medians per matched cell and metric, with a bootstrap 95% interval."""
+    from harness.ab.experiment import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED
+    from harness.ab.sequential import DEFAULT_TOLERANCE
+    from harness.analysis.comparison import compare_runs
+    from harness.analysis.gating import parse_tolerance
+    from harness.report.terminal import render_compare
+
     if fail_on is not None and fail_on not in FAIL_ON:
         raise UserError(f"--fail-on {fail_on!r}: allowed: {', '.join(FAIL_ON)}")
     tol = parse_tolerance(tolerance) if tolerance is not None else DEFAULT_TOLERANCE

@@ -7,22 +7,33 @@ import json
 import sys
 from pathlib import Path
 
-from harness.commands.common import run_view
-from harness.diagnosis.findings import severity_rank
+import typer
+
+from harness.commands import options
 from harness.errors import UserError
-from harness.report.terminal import render_findings
-from harness.runs.store import RunStore
 
 FAIL_ON = ("error", "warning", "info")
 
 
-def main(run_dir: Path, as_json: bool, fail_on: str | None = None) -> int:
-    """0, or 1 with --fail-on SEVERITY when a finding at or above it exists (for CI)."""
+@options.command()
+def diagnose(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    json_: bool = typer.Option(False, "--json", help="print the findings as JSON"),
+    fail_on: str = typer.Option(
+        None, "--fail-on", help="error, warning or info: exit 1 when a finding at or above it exists (for CI)"
+    ),
+) -> int:
+    """Findings over a run: lost work, drift, idle or thrashing GPU, small batches, scaling, busy waits."""
+    from harness.commands.common import run_view
+    from harness.diagnosis.findings import severity_rank
+    from harness.report.terminal import render_findings
+    from harness.runs.store import RunStore
+
     if fail_on is not None and fail_on not in FAIL_ON:
         raise UserError(f"--fail-on {fail_on!r}: allowed {', '.join(FAIL_ON)} (a finding at or above it exits 1)")
     store = RunStore.open(run_dir)
     findings = run_view(store, store.records()).findings or []
-    if as_json:
+    if json_:
         print(json.dumps([f.to_json() for f in findings], indent=2, default=str))
     else:
         render_findings(findings)

@@ -9,16 +9,49 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import typer
+
+from harness.commands import options
 from harness.errors import UserError
 from harness.model.numbers import readable
-from harness.monitors import machine
-from harness.report.terminal import console_for_stdout
-from harness.running import noise
-from harness.running.metadata import gpu_info
-from harness.runs.store import utc_now, write_json_atomic
 
 SECONDS_MIN, SECONDS_MAX = 2.0, 600.0
 STEAL_WARN_PCT = 2.0
+
+
+@options.command()
+def doctor(
+    seconds: float = typer.Option(20.0, "--seconds", help="length of the noise reading (2-600 s)"),
+    out: Path = options.OutOpt,
+    json_: bool = typer.Option(False, "--json", help="print the reading as JSON"),
+) -> int:
+    """This machine's facts (governor, load, steal, SMT, isolated CPUs, GPUs) and how noisy it is."""
+    from harness.monitors import machine
+    from harness.report.terminal import console_for_stdout
+    from harness.running import noise
+    from harness.running.metadata import gpu_info
+    from harness.runs.store import utc_now, write_json_atomic
+
+    if not SECONDS_MIN <= seconds <= SECONDS_MAX:
+        raise UserError(f"--seconds {seconds:g}: allowed {SECONDS_MIN:g} to {SECONDS_MAX:g}")
+    before = machine.cpu_times()
+    found = noise.reading(seconds)
+    facts = {**machine.facts(), "steal_pct": machine.steal_pct(before, machine.cpu_times()), **gpu_info()}
+    result = {"measured_at": utc_now(), "hostname": socket.gethostname(), "facts": facts, **found}
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / noise.DOCTOR_FILE, result)
+    if json_:
+        print(json.dumps(result, indent=2, default=str))
+        return 0
+    console = console_for_stdout()
+    console.print("[bold]this machine[/bold]")
+    for name, value, what in assess(facts):
+        console.print(f"  {name}: {value}  [dim]({what})[/dim]", highlight=False)
+    console.print(f"[bold]noise ({seconds:g} s reading)[/bold]")
+    for line in meaning(found):
+        console.print(f"  {line}", highlight=False)
+    print(f"kept in {out / noise.DOCTOR_FILE}: sweeps into {out} copy it into run.json for {noise.FRESH_S // 3600} h")
+    return 0
 
 
 def assess(facts: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -105,26 +138,3 @@ def meaning(reading: dict[str, Any]) -> list[str]:
         "(95 % of same-code comparisons drawn from this reading stay within them)"
     )
     return lines
-
-
-def main(seconds: float, out: Path, as_json: bool) -> int:
-    if not SECONDS_MIN <= seconds <= SECONDS_MAX:
-        raise UserError(f"--seconds {seconds:g}: allowed {SECONDS_MIN:g} to {SECONDS_MAX:g}")
-    before = machine.cpu_times()
-    found = noise.reading(seconds)
-    facts = {**machine.facts(), "steal_pct": machine.steal_pct(before, machine.cpu_times()), **gpu_info()}
-    result = {"measured_at": utc_now(), "hostname": socket.gethostname(), "facts": facts, **found}
-    out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / noise.DOCTOR_FILE, result)
-    if as_json:
-        print(json.dumps(result, indent=2, default=str))
-        return 0
-    console = console_for_stdout()
-    console.print("[bold]this machine[/bold]")
-    for name, value, what in assess(facts):
-        console.print(f"  {name}: {value}  [dim]({what})[/dim]", highlight=False)
-    console.print(f"[bold]noise ({seconds:g} s reading)[/bold]")
-    for line in meaning(found):
-        console.print(f"  {line}", highlight=False)
-    print(f"kept in {out / noise.DOCTOR_FILE}: sweeps into {out} copy it into run.json for {noise.FRESH_S // 3600} h")
-    return 0

@@ -2,63 +2,102 @@
 missing cell), 3 when an A/B stayed undecided, 0 otherwise.
 
 With --against, every cell of the run that finished ok is A/B'd against the same cell of
-REV on this machine (harness.ab, the engine of `harness ab`) with the working tree as the
-candidate, and that gives the speed checks; a baseline, when named too, gives the quality
-bounds and the cells that must be present."""
+REV on this machine (harness.commands.ab_run, the engine of `harness ab`) with the working
+tree as the candidate, and that gives the speed checks; a baseline, when named too, gives the
+quality bounds and the cells that must be present."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.ab.experiment import ABOptions
-from harness.ab.revisions import repo_root, sides
-from harness.analysis import baselines
-from harness.analysis.gating import DEFAULT_TOLERANCE, GateOptions, evaluate, parse_metrics, parse_tolerance
-from harness.commands.ab import check_sliceable, run_ab
+import typer
+
+from harness.commands import options
 from harness.errors import UserError
-from harness.report.gate import render_gate, write_markdown
-from harness.running.execute import stored_cells
-from harness.runs.store import RunStore, write_json_atomic
+
+if TYPE_CHECKING:
+    from harness.ab.experiment import ABOptions
+    from harness.analysis import baselines
+    from harness.analysis.gating import GateOptions
 
 GATE_JSON = "gate.json"
 GATE_MD = "gate.md"
 EXIT = {"pass": 0, "fail": 1, "undecided": 3}
 
 
-def main(
-    run_dir: Path,
-    baseline_name: str | None,
-    baseline_dir: Path,
-    tolerance: str | None,
-    metrics: list[str] | None,
-    normalize: str | None,
-    confidence: float,
-    ignore_params: list[str] | None,
-    allow_missing: bool = False,
-    against: str | None = None,
-    ab_opts: ABOptions | None = None,
+@options.command()
+def gate(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    baseline: str = typer.Option(
+        None, "--baseline", help="baseline name (in --dir), a baseline .json, or a run directory"
+    ),
+    against: str = typer.Option(
+        None, "--against", help="REV: A/B every ok cell of the run against this revision (speed checks)"
+    ),
+    directory: Path = options.BaselineDirOpt,
+    tolerance: str = typer.Option(
+        None, "--tolerance", help="e.g. 3% (default: see docs/benchmarks.md, CI gate trial and A/B gate)"
+    ),
+    metric: list[str] = typer.Option(
+        None, "--metric", help="metrics to speed-gate against the baseline (default: every throughput); repeatable"
+    ),
+    normalize: str = typer.Option(
+        None, "--normalize", help="SUITE: divide throughputs by that suite's reference cell of the same run"
+    ),
+    confidence: float = typer.Option(0.95, "--confidence", help="interval confidence; with --against, 1 - error rate"),
+    ignore_param: list[str] = typer.Option(None, "--ignore-param", help="match cells as if this param were equal"),
+    allow_missing: bool = typer.Option(
+        False, "--allow-missing", help="a baseline cell or metric missing from the run is reported, not failed"
+    ),
+    budget: float = typer.Option(None, "--budget", help="with --against: A/B seconds per cell (default 180)"),
+    slice_s: float = typer.Option(None, "--slice", help="with --against: minimum slice length in seconds"),
+    pairs: int = typer.Option(None, "--pairs", help="with --against: measured pairs per launch"),
+    warmup_pairs: int = typer.Option(None, "--warmup-pairs", help="with --against: pairs discarded per launch"),
+    min_blocks: int = typer.Option(
+        None, "--min-blocks", help="with --against: blocks run whatever the budget (default: the fewest that can decide)"
+    ),
+    seed: int = typer.Option(None, "--seed", help="with --against: seed of the pair orders"),
 ) -> int:
-    if baseline_name is None and against is None:
+    """Gate a run: exit 1 on a regression or a missing cell, 3 when an A/B stayed undecided, 0 on pass, 2 on bad input."""
+    from harness.analysis.gating import DEFAULT_TOLERANCE, GateOptions, parse_metrics, parse_tolerance
+    from harness.commands.ab import build_options
+
+    ab_opts = build_options(tolerance=None, budget=budget, confidence=confidence, slice_s=slice_s, settle=None,
+                            pairs=pairs, seed=seed, warmup_pairs=warmup_pairs, min_blocks=min_blocks)  # fmt: skip
+    if baseline is None and against is None:
         raise UserError("nothing to gate against: give --baseline NAME, --against REV, or both")
     if against is not None and normalize is not None:
         raise UserError("--normalize applies to --baseline speed checks; an A/B (--against) pairs slices: drop one")
-    if against is not None and metrics:
+    if against is not None and metric:
         raise UserError("--metric chooses baseline speed checks; an A/B measures each cell's headline rate: drop one")
-    ab_opts = ab_opts or ABOptions()
     if against is not None and tolerance is None:
-        gate_tolerance = ab_opts.tolerance
+        gate_tolerance = ab_opts.tolerance  # the A/B's own default (harness.ab.sequential)
     else:
         gate_tolerance = parse_tolerance(tolerance) if tolerance is not None else DEFAULT_TOLERANCE
     ab_opts.tolerance = gate_tolerance
     opts = GateOptions(
         tolerance=gate_tolerance,
-        metrics=parse_metrics(metrics),
+        metrics=parse_metrics(metric),
         normalize=normalize,
         confidence=confidence,
-        ignore_params=list(ignore_params or []),
+        ignore_params=list(ignore_param or []),
         allow_missing=allow_missing,
     )
-    base = baselines.load(baseline_name, baseline_dir) if baseline_name is not None else None
+    return main(run_dir=run_dir, baseline=baseline, directory=directory, against=against, opts=opts, ab_opts=ab_opts)
+
+
+def main(
+    *, run_dir: Path, baseline: str | None, directory: Path, against: str | None, opts: GateOptions, ab_opts: ABOptions
+) -> int:
+    """The gate's checks against the baseline `baseline` (in `directory`) and the A/B against
+    REV `against`, either or both; gate.json and gate.md written into the run."""
+    from harness.analysis import baselines
+    from harness.analysis.gating import evaluate
+    from harness.report.gate import render_gate, write_markdown
+    from harness.runs.store import write_json_atomic
+
+    base = baselines.load(baseline, directory) if baseline is not None else None
     run = baselines.load_run(run_dir)
     ab = run_against(run_dir, run, against, ab_opts) if against is not None else None
     result = evaluate(run, base, opts, ab)
@@ -77,6 +116,11 @@ def main(
 def run_against(run_dir: Path, run: baselines.Snapshot, rev: str, opts: ABOptions) -> list[dict]:
     """A/B of the run's cells that finished ok: REV as the base, the working tree as the
     candidate. Cells that cannot be sliced come back as refused, with the reason."""
+    from harness.ab.revisions import repo_root, sides
+    from harness.commands.ab_run import check_sliceable, run_ab
+    from harness.running.execute import stored_cells
+    from harness.runs.store import RunStore
+
     store = RunStore.open(run_dir)
     ok_ids = {c.id for c in run.cells if c.ok and len(c.ok) == len(c.records)}
     cells = [c for c in stored_cells(store) if c.id in ok_ids]

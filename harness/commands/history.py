@@ -4,16 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.markup import escape
-from rich.table import Table
+import typer
 
-from harness.analysis.trend import collect
-from harness.model.registry import vocabulary_of
-from harness.report.history_html import write_chart
-from harness.report.terminal import console_for_stdout
+from harness.commands import options
+from harness.runs.store import DEFAULT_RESULTS
 
 
-def main(suite: str | None, metric: str | None, results: Path, html: Path | None) -> int:
+@options.command()
+def history(
+    suite: str = typer.Option(None, "--suite", help="only this suite's cells"),
+    metric: str = typer.Option(None, "--metric", help="default: the suite's headline rate"),
+    results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="directory holding run directories"),
+    html: Path = typer.Option(None, "--html", help="chart path (default RESULTS/history-SUITE-METRIC.html)"),
+) -> int:
+    """Every run's median of a metric in time order, with its git commit: table and HTML chart."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from harness.analysis.trend import collect
+    from harness.model.registry import vocabulary_of
+    from harness.report.history_html import write_chart
+    from harness.report.terminal import console_for_stdout
+
     metric, rows = collect(results, suite, metric)
     better = vocabulary_of(rows[0]["suite"]).direction(metric)
     title = f"{metric} per run" + (f" ({better} is better)" if better else "")

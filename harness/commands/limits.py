@@ -3,26 +3,35 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import typer
+
+from harness.commands import options
 from harness.errors import UserError
-from harness.model.params import parse_assignments
 from harness.roofline import IPC, TRANSPORTS
-from harness.roofline.measure import measure, plan
-from harness.runs.record import Record
+
+if TYPE_CHECKING:
+    from harness.runs.record import Record
 
 
-def main(
-    parts: str | None,
-    sets: list[str] | None,
-    device: str | None,
-    sizes: str | None,
-    message_bytes: int,
-    fast: bool,
-    pyperf_args: str | None,
-    out: Path,
+@options.command()
+def limits(
+    parts: str = typer.Option(None, "--parts", help="ipc and SUITE.NAME limit benchmarks (default: all)"),
+    set_: list[str] = typer.Option(None, "--set", help="k=v option of the suites' limit benchmarks; repeatable"),
+    device: str = typer.Option(None, "--device", help="where a limit benchmark runs (cpu or cuda), if it has one"),
+    sizes: str = typer.Option(None, "--sizes", help="comma list of sizes (default: each benchmark's own)"),
+    message_bytes: int = typer.Option(64, "--message-bytes", help="IPC payload per round trip"),
+    fast: bool = typer.Option(False, "--fast", help="pyperf --fast: rough numbers, half the time"),
+    pyperf_args: str = typer.Option(None, "--pyperf-args", help="extra pyperf options, e.g. '--rigorous'"),
+    out: Path = options.OutOpt,
 ) -> int:
-    settings = {k: v[0] for k, v in parse_assignments(sets).items()}
-    lists = [k for k, v in parse_assignments(sets).items() if len(v) > 1]
+    """pyperf micro benchmarks: IPC round trips and the suites' limits (e.g. a net's evals/s per batch)."""
+    from harness.model.params import parse_assignments
+    from harness.roofline.measure import measure, plan
+
+    settings = {k: v[0] for k, v in parse_assignments(set_).items()}
+    lists = [k for k, v in parse_assignments(set_).items() if len(v) > 1]
     if lists:
         raise UserError(f"--set {', '.join(lists)}: one value each (limits are not a sweep)")
     if device is not None:

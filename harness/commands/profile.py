@@ -11,32 +11,40 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import typer
+
+from harness.commands import options
 from harness.errors import UserError
-from harness.monitors.pyspy import profile_paths, py_spy, record_command
-from harness.report.terminal import render
-from harness.running.execute import new_run
-from harness.running.matrix import single_cell
-from harness.running.runner import CellRunner
-from harness.runs.view import build_view
 
 
-def main(
-    suite_name: str,
-    sets: list[str] | None,
-    duration: float | None,
-    warmup: float | None,
-    timeout: float | None,
-    rate: int,
-    native: bool,
-    flamegraph: bool,
-    out: Path,
+@options.command()
+def profile(
+    suite: str = typer.Argument(..., help="suite name (see `harness suites`)"),
+    set_: list[str] = options.SetOpt,
+    duration: float = options.DurationOpt,
+    warmup: float = options.WarmupOpt,
+    timeout: float = options.TimeoutOpt,
+    rate: int = typer.Option(100, "--rate", help="py-spy samples per second"),
+    native: bool = typer.Option(False, "--native", help="also sample C/C++ frames (torch, numpy)"),
+    flamegraph: bool = typer.Option(
+        False, "--flamegraph", help="also write a flamegraph SVG (runs the cell a second time)"
+    ),
+    out: Path = options.OutOpt,
 ) -> int:
+    """Run one cell under py-spy (all its processes); write a speedscope profile into the run."""
+    from harness.monitors.pyspy import profile_paths, py_spy, record_command
+    from harness.report.terminal import render
+    from harness.running.execute import new_run
+    from harness.running.matrix import single_cell
+    from harness.running.runner import CellRunner
+    from harness.runs.view import build_view
+
     exe = py_spy()
     if exe is None:
         raise UserError("harness profile needs py-spy on PATH: pip install py-spy")
     if not 1 <= rate <= 10_000:
         raise UserError(f"--rate {rate}: allowed 1..10000 samples per second")
-    spec, cell = single_cell("profile", suite_name, sets, duration=duration, warmup=warmup, timeout=timeout)
+    spec, cell = single_cell("profile", suite, set_, duration=duration, warmup=warmup, timeout=timeout)
     store = new_run(out, spec, [cell], sys.argv)
     key = f"{cell.id}-0"
     paths = profile_paths(store, key)

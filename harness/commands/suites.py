@@ -3,15 +3,19 @@ extra installed), then a summary line per suite, and those that failed to load."
 
 from __future__ import annotations
 
-from rich.markup import escape
-from rich.table import Table
-
-from harness.model.params import describe_params
-from harness.model.registry import discover, not_ready
-from harness.report.terminal import console_for_stdout
+from harness.commands import options
 
 
-def main() -> int:
+@options.command()
+def suites() -> int:
+    """List every suite with its parameters (type, allowed values, default, unit)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from harness.model.params import describe_params
+    from harness.model.registry import discover, not_ready
+    from harness.report.terminal import console_for_stdout
+
     suites, broken = discover()
     console = console_for_stdout()
     for name, suite in sorted(suites.items()):

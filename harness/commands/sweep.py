@@ -4,19 +4,60 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.commands.common import all_ok, finish_report
-from harness.commands.program import Program
+import typer
+
+from harness.commands import options
 from harness.errors import UserError
-from harness.model.params import parse_assignments, parse_list
-from harness.model.registry import ready_suite
-from harness.running import interrupts
-from harness.running.execute import check_resume, execute, mark_finished, new_run, run_state, stored_cells
-from harness.running.executors import get_executor
-from harness.running.matrix import Overrides, Spec, apply_overrides, expand, load_spec
-from harness.running.progress import Progress
-from harness.runs.store import RunStore
+
+if TYPE_CHECKING:
+    from harness.commands.program import Program
+    from harness.running.matrix import Overrides
+
+
+@options.command(cls=options.ProgramTail)
+def sweep(
+    ctx: typer.Context,
+    spec: Path = typer.Argument(None, help="sweep spec (TOML); flags override it; -- CMD ...: your program"),
+    suite: str = typer.Option(None, "--suite", help="run only this suite's entries (or just this suite)"),
+    workers: str = typer.Option(None, "--workers", help="comma list, e.g. 4,8,32,128 (0 = one per core)"),
+    backend: str = typer.Option(None, "--backend", help="comma list, e.g. processes,server"),
+    set_: list[str] = options.SetOpt,
+    duration: float = options.DurationOpt,
+    warmup: float = options.WarmupOpt,
+    steady: str = options.SteadyOpt,
+    steady_max: float = options.SteadyMaxOpt,
+    target: str = options.TargetOpt,
+    target_every: float = options.TargetEveryOpt,
+    work: int = options.WorkOpt,
+    repeats: int = typer.Option(None, "--repeats", help="repeats of every cell"),
+    out: Path = options.OutOpt,
+    label: str = typer.Option(None, "--label", help="name in the run directory"),
+    resume: Path = typer.Option(None, "--resume", help="finish this run directory's missing cells"),
+    timeout: float = options.TimeoutOpt,
+    quiet: bool = typer.Option(False, "--quiet", help="plain lines, failures only"),
+    executor: str = typer.Option("local", "--executor", help="local or ray"),
+    address: str = typer.Option(None, "--address", help="Ray cluster address (with --executor ray)"),
+    memory_limit: float = options.MemoryOpt,
+    force: bool = typer.Option(
+        False, "--force", help="with --resume: resume a run measured at another commit (noted in run.json)"
+    ),
+    retry_failed: bool = typer.Option(
+        False, "--retry-failed", help="with --resume: run failed cells again (their failed records stay as history)"
+    ),
+    progress: list[str] = options.ProgressOpt,
+    progress_file: list[str] = options.ProgressFileOpt,
+) -> int:
+    """Run a matrix of cells (or your program after --, every axis filling its {placeholder});
+    exit 0 if all are ok, 1 if any failed, 2 on bad input, 130 on Ctrl-C."""
+    program = options.program_of(ctx, progress, progress_file)
+    budget = options.budget(duration=duration, warmup=warmup, steady=steady, steady_max=steady_max, target=target,
+                            target_every=target_every, work=work, timeout=timeout, memory_limit=memory_limit,
+                            repeats=repeats)  # fmt: skip
+    overrides = build_overrides(suite, workers, backend, set_, budget, label, program)
+    return main(spec_path=spec, overrides=overrides, out=out, resume=resume, quiet=quiet, executor=executor,
+                address=address, force=force, retry_failed=retry_failed)  # fmt: skip
 
 
 def build_overrides(
@@ -32,6 +73,9 @@ def build_overrides(
     backend params (their vocabulary's; by convention `workers` and `backend`); `budget`
     holds the budget flags by Overrides field name (None: keep the spec's); a program
     after `--` is a cell of the harness's own `command` suite."""
+    from harness.model.params import parse_assignments, parse_list
+    from harness.running.matrix import Overrides
+
     axes: dict[str, list[Any]] = dict(parse_assignments(sets))
     if program is not None:
         program.check_suite(suite)
@@ -46,6 +90,7 @@ def build_overrides(
 
 
 def main(
+    *,
     spec_path: Path | None,
     overrides: Overrides,
     out: Path,
@@ -56,6 +101,17 @@ def main(
     force: bool = False,
     retry_failed: bool = False,
 ) -> int:
+    """The sweep itself: a new run of the spec with the command line's overrides, or the
+    missing (and with retry_failed the failed) cells of the run `resume`."""
+    from harness.commands.common import all_ok, finish_report
+    from harness.model.registry import ready_suite
+    from harness.running import interrupts
+    from harness.running.execute import check_resume, execute, mark_finished, new_run, run_state, stored_cells
+    from harness.running.executors import get_executor
+    from harness.running.matrix import Spec, apply_overrides, expand, load_spec
+    from harness.running.progress import Progress
+    from harness.runs.store import RunStore
+
     if retry_failed and resume is None:
         raise UserError("--retry-failed re-runs the failed cells of a run: use it with --resume RUN_DIR")
     if force and resume is None:

@@ -5,26 +5,43 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.commands.common import finish_report
+import typer
+
+from harness.commands import options
 from harness.errors import UserError
-from harness.monitors.logrates import compile_pattern
-from harness.running.watching import check_target, watch
-from harness.watch.instruments import WatchOptions
 
 RATE_RANGE = (1, 10_000)
 
 
-def main(
-    command: list[str] | None,
-    pid: int | None,
-    duration: float | None,
-    rate: int,
-    rate_regex: str | None,
-    torch_hook: bool,
-    batch_limit: int | None,
-    out: Path,
-    quiet: bool,
+@options.command(context_settings={"allow_interspersed_args": False})
+def watch(
+    command: list[str] = typer.Argument(None, help="the program and its arguments, after --"),
+    pid: int = typer.Option(None, "--pid", help="attach to this running process (and its children) instead"),
+    duration: float = typer.Option(
+        None, "--duration", help="seconds to watch (default: until the command exits; 30 with --pid)"
+    ),
+    rate: int = typer.Option(
+        200, "--rate", help="stack samples per second over the whole process tree (at most 100 per process)"
+    ),
+    rate_regex: str = typer.Option(
+        None, "--rate-regex", help="regex for rate lines in the log: group (?P<value>), optional (?P<unit>) (?P<per>)"
+    ),
+    torch_hook: bool = typer.Option(
+        True, "--torch-hook/--no-torch-hook", help="record torch module calls' batch and device"
+    ),
+    batch_limit: int = typer.Option(
+        None, "--batch-limit", help="the largest batch the program could use (SMALL_BATCHES)"
+    ),
+    out: Path = options.OutOpt,
+    quiet: bool = typer.Option(False, "--quiet", help="plain lines: findings and paths only"),
 ) -> int:
+    """Watch a program you did not change: where its time goes, its IPC, GIL, batches; findings."""
+    from harness.commands.common import finish_report
+    from harness.monitors.logrates import compile_pattern
+    from harness.running.watching import check_target
+    from harness.running.watching import watch as watch_program
+    from harness.watch.instruments import WatchOptions
+
     if not RATE_RANGE[0] <= rate <= RATE_RANGE[1]:
         raise UserError(
             f"--rate {rate}: allowed {RATE_RANGE[0]}..{RATE_RANGE[1]} stack samples per second (whole tree)"
@@ -32,9 +49,9 @@ def main(
     if batch_limit is not None and batch_limit < 1:
         raise UserError(f"--batch-limit {batch_limit}: must be a batch size of at least 1")
     target = check_target(command, pid, duration)
-    options = WatchOptions(budget_hz=rate, torch_hook=torch_hook, rate_regex=rate_regex, batch_limit=batch_limit)
+    instruments = WatchOptions(budget_hz=rate, torch_hook=torch_hook, rate_regex=rate_regex, batch_limit=batch_limit)
     compile_pattern(rate_regex)  # a bad pattern is refused before the program starts
-    store, record = watch(target, duration, options, out, announce=(lambda _: None) if quiet else print)
+    store, record = watch_program(target, duration, instruments, out, announce=(lambda _: None) if quiet else print)
     finish_report(store, [record], quiet)
     for warning in record.warnings:
         print(f"warning: {warning}")

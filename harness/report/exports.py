@@ -2,7 +2,7 @@
 
 Each entry is "module:function" with the signature `(run_dir, out, metrics) -> (count,
 skipped)`: how many benchmarks or metrics it wrote and which it left out. Adding a format
-is one module and one line here, plus its flag in cli.py (docs/architecture.md).
+is one module and one line here, plus its flag in harness/commands/export.py (docs/architecture.md).
 `measurements()` is what the dashboard formats share: a cell's median and range per metric.
 """
 

@@ -1,0 +1,136 @@
+"""What several `harness` commands share on the command line: the flags they all declare the
+same way (--set, the cell budget, --out, --progress), the program after `--`, and the mapping
+of a command's outcome to its exit code.
+
+A command module declares its own options (harness.commands.<name>) with these; cli.py only
+registers the commands. This module stays light (typer, pathlib): cli.py imports every
+command module, and every command module imports this, so `harness --help` pays for it.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+import typer.core
+
+from harness.errors import UserError
+from harness.runs.store import DEFAULT_RESULTS
+
+if TYPE_CHECKING:
+    from harness.commands.program import Program
+
+
+def user_errors_exit_2(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A command's return value as its exit code; bad input (UserError) exits 2 with one
+    line on stderr, Ctrl-C exits 130."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            code = fn(*args, **kwargs)
+        except UserError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+        raise typer.Exit(code or 0)
+
+    return wrapper
+
+
+def command(**settings: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declares a function a `harness` command (named after the function): its exit codes
+    mapped by user_errors_exit_2, and its click settings (`cls`, `context_settings`) kept
+    on it for cli.py's registration (`typer.Typer.command(**settings)`)."""
+
+    def declare(fn: Callable[..., Any]) -> Callable[..., Any]:
+        wrapped = user_errors_exit_2(fn)
+        wrapped.settings = settings  # type: ignore[attr-defined]
+        return wrapped
+
+    return declare
+
+
+# ------------------------------------------------------------------ the program after --
+PROGRAM = "harness.program_argv"
+
+
+class ProgramTail(typer.core.TyperCommand):
+    """A command that takes your program after `--` (`harness sweep --workers 1,4 -- python
+    train.py --n {workers}`): everything after the first `--` is kept whole in
+    `ctx.meta[PROGRAM]`, so the program's own flags are never read as the harness's."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            ctx.meta[PROGRAM] = args[cut + 1 :]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+ProgressOpt = typer.Option(
+    None, "--progress", help="with -- CMD: a regex with named groups for progress the readers miss, e.g. "
+    "'After (?P<frames>\\d+) frames'; repeatable",
+)  # fmt: skip
+ProgressFileOpt = typer.Option(
+    None, "--progress-file", help="with -- CMD: a CSV or TensorBoard event file (glob, or a log directory) the "
+    "program writes its progress to; repeatable",
+)  # fmt: skip
+
+
+def program_of(ctx: typer.Context, progress: list[str] | None, progress_files: list[str] | None) -> Program | None:
+    """The program after `--` with its progress readers, or None; --progress without a
+    program is a UserError."""
+    from harness.commands.program import Program
+
+    return Program.from_cli(ctx.meta.get(PROGRAM), progress, progress_files)
+
+
+# ------------------------------------------------------------------ a cell's settings and budget
+SetOpt = typer.Option(None, "--set", help="k=v or k=v1,v2 (a list is a sweep axis); repeatable")
+DurationOpt = typer.Option(None, "--duration", help="measured seconds per cell (with --target: the cap, default 120)")
+WarmupOpt = typer.Option(None, "--warmup", help="seconds excluded from rates: the floor of the automatic warm-up")
+SteadyOpt = typer.Option(
+    None, "--steady", help="auto (default): measure once the rate has settled; off: --warmup is fixed"
+)
+SteadyMaxOpt = typer.Option(None, "--steady-max", help="the most an automatic warm-up may last (default 10 s)")
+TargetOpt = typer.Option(
+    None,
+    "--target",
+    help="run each cell until a quality target is met, e.g. accuracy>=0.9 (quality metrics: harness suites)",
+)
+TargetEveryOpt = typer.Option(None, "--target-every", help="measured seconds between quality checks (default 0.5)")
+WorkOpt = typer.Option(None, "--work", help="fixed work units instead of a duration")
+TimeoutOpt = typer.Option(None, "--timeout", help="deadline per cell in seconds (default warmup+duration+60)")
+MemoryOpt = typer.Option(
+    None, "--memory-limit", help="end a cell whose process tree uses more than this many MB (PSS summed; a watchdog)"
+)
+OutOpt = typer.Option(DEFAULT_RESULTS, "--out", help="directory that receives run directories")
+BaselineDirOpt = typer.Option(Path("results/baselines"), "--dir", help="where baselines are kept")
+
+
+def budget(
+    *,
+    duration: float | None,
+    warmup: float | None,
+    steady: str | None,
+    steady_max: float | None,
+    target: str | None,
+    target_every: float | None,
+    work: int | None,
+    timeout: float | None,
+    memory_limit: float | None,
+    repeats: int | None = None,
+) -> dict[str, Any]:
+    """The budget flags by the name of their field in harness.running.matrix.Overrides (None:
+    keep the spec's or the suite's); `harness run` has no --repeats (one repeat)."""
+    found = {"duration": duration, "warmup": warmup, "steady": steady, "steady_max": steady_max, "target": target,
+             "target_every": target_every, "work": work, "timeout": timeout, "memory_limit_mb": memory_limit}  # fmt: skip
+    if repeats is not None:
+        found["repeats"] = repeats
+    return found
