@@ -5,7 +5,6 @@ the same results directory copy it into run.json while it is fresh (harness.runn
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,8 @@ def doctor(
     json_: bool = typer.Option(False, "--json", help="print the reading as JSON"),
 ) -> int:
     """This machine's facts (governor, load, steal, SMT, isolated CPUs, GPUs) and how noisy it is."""
+    import socket
+
     from harness.monitors import machine
     from harness.report.terminal import console_for_stdout
     from harness.running import noise

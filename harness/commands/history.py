@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from harness.commands import options
-from harness.runs.store import DEFAULT_RESULTS
+from harness.runs import DEFAULT_RESULTS
 
 
 @options.command()

@@ -19,7 +19,7 @@ import typer
 import typer.core
 
 from harness.errors import UserError
-from harness.runs.store import DEFAULT_RESULTS
+from harness.runs import DEFAULT_RESULTS
 
 if TYPE_CHECKING:
     from harness.commands.program import Program

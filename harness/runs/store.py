@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
+from harness.runs import DEFAULT_RESULTS as DEFAULT_RESULTS  # its home is harness.runs (a light import)
 from harness.runs.record import Record
 
-DEFAULT_RESULTS = Path("results")  # where run directories go unless --out says otherwise
 RUN_FILE = "run.json"
 CELLS_FILE = "cells.jsonl"
 SCHEMA_VERSION = 1
