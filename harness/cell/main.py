@@ -9,12 +9,14 @@ harness.cell.messages).
 
 from __future__ import annotations
 
+import errno
 import faulthandler
 import json
+import os
 import sys
 import time
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
 from harness.cell import messages
 from harness.cell.processes import die_with_owner
@@ -27,6 +29,11 @@ from harness.model.workshare import resolve_workers
 from harness.probe import Probe, Suite, SuiteError
 
 TRACEBACK_LINES = 12
+# The exit code of a child that could not write its result stream (a full disk, a read-only
+# one): the harness's failure, not the suite's. Its last line on stderr says why:
+# `CHANNEL_LOST_MARK ERRNO_NAME: message`.
+CHANNEL_LOST_EXIT = 74
+CHANNEL_LOST_MARK = "harness: the cell's result stream could not be written:"
 
 
 def worker_count(suite: Suite, params: Any) -> int | None:
@@ -47,10 +54,16 @@ def main(argv: list[str]) -> int:
     die_with_owner()
     spec: dict[str, Any] = json.loads(argv[0])
     faulthandler.enable()  # a crash in native code leaves the Python stack in the cell's log
-    out = open(argv[1], "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+    try:
+        out = open(argv[1], "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+    except OSError as exc:
+        channel_lost(exc)
 
     def emit(message: messages.Message) -> None:
-        out.write(messages.line(message))
+        try:
+            out.write(messages.line(message))
+        except OSError as exc:
+            channel_lost(exc)
 
     emit(messages.start(time.time()))
     probe: Probe | None = None
@@ -86,7 +99,21 @@ def main(argv: list[str]) -> int:
         traceback.print_exc()
         return 1
     finally:
-        out.flush()
+        try:
+            out.flush()
+        except OSError as exc:
+            channel_lost(exc)
+
+
+def channel_lost(exc: OSError) -> NoReturn:
+    """The result stream cannot be written: say why on stderr (the harness reads it from
+    the cell's log pipe, which needs no disk) and exit at once, with the code that tells the
+    harness the failure is its own. Not an exception: the suite's code would report it as
+    its own error, through the very stream that fails."""
+    name = errno.errorcode.get(exc.errno or 0, "EIO")
+    sys.stderr.write(f"{CHANNEL_LOST_MARK} {name}: {exc.strerror or exc}\n")
+    sys.stderr.flush()
+    os._exit(CHANNEL_LOST_EXIT)
 
 
 if __name__ == "__main__":

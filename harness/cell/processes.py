@@ -133,9 +133,14 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     """The log's last lines; after a crash in native code, faulthandler's report instead
     (its first lines hold the innermost frames, where the crash happened)."""
     try:
-        text = path.read_text(errors="replace").rstrip().splitlines()
+        return log_tail_of(path.read_text(errors="replace"), lines)
     except OSError:
         return ""
+
+
+def log_tail_of(output: str, lines: int = LOG_TAIL_LINES) -> str:
+    """log_tail of text already read (a cell's output held in memory)."""
+    text = output.rstrip().splitlines()
     fatal = next((i for i, line in enumerate(text) if line.startswith("Fatal Python error")), None)
     if fatal is not None:
         frames = [line.strip() for line in text[fatal + 1 :] if line.strip().startswith("File ")]

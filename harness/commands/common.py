@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from harness.diagnosis import Finding, diagnose
+from harness.errors import StorageError
 from harness.report import where
 from harness.report.csv import write_csv
 from harness.report.terminal import console_for_stdout, render, render_findings
@@ -50,6 +51,9 @@ def finish_report(store: RunStore, records: list[Record], quiet: bool) -> list[F
     view = run_view(store, records)
     try:
         paths = write_reports(store, view, html=True)
+    except StorageError as exc:  # the disk, not a bug: the run stops with the storage exit code
+        exc.run_dir, exc.then = store.root, f"harness report {store.root} --html"
+        raise
     except Exception as exc:  # a report bug must not cost the sweep's exit code or its CSVs
         print(
             f"warning: reports not written ({type(exc).__name__}: {exc}); retry: harness report {store.root} --html",

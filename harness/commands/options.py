@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 import typer.core
 
-from harness.errors import UserError
+from harness.errors import STORAGE_EXIT, USER_ERROR_EXIT, StorageError, UserError, is_storage_error
 from harness.runs import DEFAULT_RESULTS
 
 if TYPE_CHECKING:
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 def user_errors_exit_2(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A command's return value as its exit code; bad input (UserError) exits 2 with one
-    line on stderr, Ctrl-C exits 130."""
+    line on stderr, a file the harness could not write (StorageError, or an OSError of a
+    full, failing or read-only disk no writer caught) 74, Ctrl-C 130."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -35,7 +36,15 @@ def user_errors_exit_2(fn: Callable[..., Any]) -> Callable[..., Any]:
             code = fn(*args, **kwargs)
         except UserError as exc:
             print(f"error: {exc}", file=sys.stderr)
-            raise typer.Exit(2) from None
+            raise typer.Exit(USER_ERROR_EXIT) from None
+        except StorageError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise typer.Exit(STORAGE_EXIT) from None
+        except OSError as exc:  # a write no writer of the harness caught: still the disk, said so
+            if not is_storage_error(exc):
+                raise
+            print(f"error: {StorageError.from_os(exc)}", file=sys.stderr)
+            raise typer.Exit(STORAGE_EXIT) from None
         except KeyboardInterrupt:
             raise typer.Exit(130) from None
         raise typer.Exit(code or 0)
@@ -110,6 +119,7 @@ TimeoutOpt = typer.Option(None, "--timeout", help="deadline per cell in seconds 
 MemoryOpt = typer.Option(
     None, "--memory-limit", help="end a cell whose process tree uses more than this many MB (PSS summed; a watchdog)"
 )
+LogCapOpt = typer.Option(None, "--log-cap-mb", help="the most a cell's log keeps, MB: its last part (default 16)")
 OutOpt = typer.Option(DEFAULT_RESULTS, "--out", help="directory that receives run directories")
 BaselineDirOpt = typer.Option(Path("results/baselines"), "--dir", help="where baselines are kept")
 
@@ -125,12 +135,14 @@ def budget(
     work: int | None,
     timeout: float | None,
     memory_limit: float | None,
+    log_cap: float | None = None,
     repeats: int | None = None,
 ) -> dict[str, Any]:
     """The budget flags by the name of their field in harness.running.matrix.Overrides (None:
     keep the spec's or the suite's); `harness run` has no --repeats (one repeat)."""
     found = {"duration": duration, "warmup": warmup, "steady": steady, "steady_max": steady_max, "target": target,
-             "target_every": target_every, "work": work, "timeout": timeout, "memory_limit_mb": memory_limit}  # fmt: skip
+             "target_every": target_every, "work": work, "timeout": timeout, "memory_limit_mb": memory_limit,
+             "log_cap_mb": log_cap}  # fmt: skip
     if repeats is not None:
         found["repeats"] = repeats
     return found

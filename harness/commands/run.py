@@ -26,6 +26,7 @@ def run(
     json_: bool = typer.Option(False, "--json", help="print the cell's record as JSON"),
     out: Path = options.OutOpt,
     memory_limit: float = options.MemoryOpt,
+    log_cap: float = options.LogCapOpt,
 ) -> int:
     """Run one cell and print its metrics."""
     from harness.report.evidence import number
@@ -38,7 +39,8 @@ def run(
     from harness.runs.view import build_view
 
     budget = options.budget(duration=duration, warmup=warmup, steady=steady, steady_max=steady_max, target=target,
-                            target_every=target_every, work=work, timeout=timeout, memory_limit=memory_limit)  # fmt: skip
+                            target_every=target_every, work=work, timeout=timeout, memory_limit=memory_limit,
+                            log_cap=log_cap)  # fmt: skip
     spec, cell = single_cell("run", suite, set_, **budget)
     with interrupts.deferred():  # Ctrl-C acts at safe points only (harness.running.interrupts)
         store = new_run(out, spec, [cell], sys.argv)

@@ -40,6 +40,7 @@ def sweep(
     executor: str = typer.Option("local", "--executor", help="local or ray"),
     address: str = typer.Option(None, "--address", help="Ray cluster address (with --executor ray)"),
     memory_limit: float = options.MemoryOpt,
+    log_cap: float = options.LogCapOpt,
     force: bool = typer.Option(
         False, "--force", help="with --resume: resume a run measured at another commit (noted in run.json)"
     ),
@@ -50,11 +51,12 @@ def sweep(
     progress_file: list[str] = options.ProgressFileOpt,
 ) -> int:
     """Run a matrix of cells (or your program after --, every axis filling its {placeholder});
-    exit 0 if all are ok, 1 if any failed, 2 on bad input, 130 on Ctrl-C."""
+    exit 0 if all are ok, 1 if any failed, 2 on bad input, 74 when a file could not be written
+    (a full or read-only disk: fix it, then resume the run), 130 on Ctrl-C."""
     program = options.program_of(ctx, progress, progress_file)
     budget = options.budget(duration=duration, warmup=warmup, steady=steady, steady_max=steady_max, target=target,
                             target_every=target_every, work=work, timeout=timeout, memory_limit=memory_limit,
-                            repeats=repeats)  # fmt: skip
+                            log_cap=log_cap, repeats=repeats)  # fmt: skip
     overrides = build_overrides(suite, workers, backend, set_, budget, label, program)
     return main(spec_path=spec, overrides=overrides, out=out, resume=resume, quiet=quiet, executor=executor,
                 address=address, force=force, retry_failed=retry_failed)  # fmt: skip

@@ -28,6 +28,16 @@ from harness.readers.jsonlines import is_probe_message, parse_object
 
 EXIT_DRAIN_S = 1.0
 FILE_POLL_S = 0.5
+# At most QUEUED lines wait to be read: a program that prints faster than the readers read
+# (about 2.5 MB/s of short lines) waits for them, as for a slow terminal, instead of filling
+# the harness's memory. A line longer than MAX_LINE (no progress line is) goes to the log
+# in pieces, unread: a megabyte without a newline costs a copy, not the readers' time.
+MAX_LINE = 16 * 1024
+QUEUED = 1024
+
+
+class _Piece(str):
+    """Part of a line longer than MAX_LINE: copied to the log as it is, never read."""
 
 
 def placeholders(params) -> dict[str, Any]:
@@ -65,8 +75,14 @@ def apply_line(probe: Probe, message: dict[str, Any]) -> None:
 
 
 def _pump(stream, lines: queue.Queue) -> None:
-    for line in stream:
-        lines.put(line)
+    in_long_line = False
+    while line := stream.readline(MAX_LINE):
+        ends = line.endswith("\n")
+        if in_long_line or (not ends and len(line) >= MAX_LINE):
+            lines.put(_Piece(line))
+            in_long_line = not ends
+        else:
+            lines.put(line)
     lines.put(None)
 
 
@@ -88,7 +104,7 @@ def run_program(params, probe: Probe) -> None:
         )  # fmt: skip
     except OSError as exc:
         raise SuiteError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
-    lines: queue.Queue = queue.Queue()
+    lines: queue.Queue = queue.Queue(QUEUED)
     for stream in (proc.stdout, proc.stderr):
         threading.Thread(target=_pump, args=(stream, lines), daemon=True).start()
     open_streams = 2
@@ -96,6 +112,7 @@ def run_program(params, probe: Probe) -> None:
     stopped_at = 0.0
     exited_at: float | None = None
     next_poll = time.monotonic() + FILE_POLL_S
+    pieces = 0
     try:
         while open_streams:
             try:
@@ -113,7 +130,10 @@ def run_program(params, probe: Probe) -> None:
                 quiet_long = not line and time.monotonic() - exited_at > EXIT_DRAIN_S
                 if quiet_long or time.monotonic() - exited_at > params.stop_grace_s:
                     break
-            if line:
+            if isinstance(line, _Piece):
+                pieces += 1
+                sys.stderr.write(line)
+            elif line:
                 _handle(probe, feed, line)
             if time.monotonic() >= next_poll:
                 feed.poll_files()
@@ -134,6 +154,8 @@ def run_program(params, probe: Probe) -> None:
         if proc.poll() is None:
             proc.wait()
         feed.finish()
+    if pieces:
+        probe.warn(f"{pieces} pieces of lines longer than {MAX_LINE} characters went to the log unread for progress")
     if code not in (0, None) and not stopped_by_us:
         raise SuiteError(f"{argv[0]} exited with code {code}")
 

@@ -20,6 +20,7 @@ from harness.model.registry import vocabulary_of
 from harness.report import evidence, figures, where
 from harness.report.html_page import Charts, Raw, esc, fmt, page, table
 from harness.report.markdown import run_end
+from harness.runs.files import write_atomic
 from harness.runs.record import Record, number
 from harness.runs.view import RunView, SuiteView, varying_params
 
@@ -297,7 +298,5 @@ def render_run(run_dir: Path, view: RunView) -> str:
 
 def write_html(run_dir: Path, view: RunView) -> Path:
     path = run_dir / REPORT_FILE
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render_run(run_dir, view), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, render_run(run_dir, view), "the run's report")
     return path

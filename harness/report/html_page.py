@@ -85,7 +85,7 @@ td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:to
 table.sortable th{cursor:pointer;background:#f4f4f4;user-select:none}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
 table.meta th{background:#f4f4f4;width:11em}table.meta td{white-space:normal;word-break:break-word}
-tr.status-error td,tr.status-timeout td,tr.status-killed td{background:#fde8e8}
+tr.status-error td,tr.status-timeout td,tr.status-killed td,tr.status-harness-error td{background:#fde8e8}
 tr.status-not-run td{background:#f0f0f0;color:#666}
 tr.verdict-better td{background:#e6f4ea}tr.verdict-worse td{background:#fde8e8}
 td{white-space:nowrap}td.wrap{white-space:normal;min-width:14em;max-width:32em;word-break:break-word}

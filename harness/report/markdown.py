@@ -15,6 +15,7 @@ from harness.diagnosis.findings import severity_rank
 from harness.model.numbers import readable
 from harness.report import evidence
 from harness.report.html_page import fmt
+from harness.runs.files import write_atomic
 from harness.runs.record import Record
 from harness.runs.view import RunView
 
@@ -151,5 +152,5 @@ def render(view: RunView) -> str:
 
 def write_markdown(run_dir: Path, view: RunView) -> Path:
     path = run_dir / MARKDOWN_FILE
-    path.write_text(render(view), encoding="utf-8")
+    write_atomic(path, render(view), "the run's summary")
     return path

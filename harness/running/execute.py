@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.cell.processes import kill_tree, marked_processes
-from harness.errors import UserError
+from harness.errors import StorageError, UserError
 from harness.monitors import machine
 from harness.running import interrupts, metadata, noise
 from harness.running.executors.base import Executor, Job
 from harness.running.matrix import Cell, Spec
 from harness.running.progress import Progress
+from harness.running.runner import storage_error_of
 from harness.runs.record import Record
 from harness.runs.store import RunStore, utc_now
 
@@ -93,13 +94,25 @@ def run_state(store: RunStore) -> Iterator[None]:
     (raised at a safe point: harness.running.interrupts), `finished` when it completes. The block's
     end is the last point a signal can interrupt (interrupts.close()), so the exit code
     (130 or not) and the recorded state always agree. A block that called mark_finished()
-    before its reports keeps that end time (the last cell's), unless a signal still came."""
+    before its reports keeps that end time (the last cell's), unless a signal still came.
+    A file the harness could not write (StorageError) stops the run too: run.json says
+    `interrupted` with the reason when it still can be written, and the error says how to go
+    on; what was recorded before stays."""
     try:
         yield
         interrupts.close()
     except KeyboardInterrupt:
         store.update_meta(state="interrupted", ended=utc_now())
         print(f"interrupted; finish it with: harness sweep --resume {store.root}", file=sys.stderr)
+        raise
+    except StorageError as exc:
+        exc.run_dir = store.root
+        exc.then = exc.then or f"harness sweep --resume {store.root}"
+        try:
+            if store.meta().get("state") != "finished":  # every cell ran: only a report failed
+                store.update_meta(state="interrupted", ended=utc_now(), stopped_by=f"{exc.path}: {exc.detail}")
+        except (StorageError, UserError):
+            pass  # run.json stays `running`; --resume finishes the run all the same
         raise
     if store.meta().get("state") != "finished":
         mark_finished(store)
@@ -123,10 +136,14 @@ def execute(
         )
         kill_tree(None, leftovers, grace_s=1.0)
     latest = store.records()
-    done = {(r.id, r.repeat) for r in latest if r.ok or not retry_failed}
+    # The program's failures are history unless retried; the harness's own run again.
+    done = {(r.id, r.repeat) for r in latest if r.ok or not (retry_failed or r.harness_failed)}
     if retry_failed:
         failed = sum(not r.ok for r in latest)
         print(f"retrying {failed} failed cell-repeat(s); their failed records stay in cells.jsonl", file=sys.stderr)
+    elif any(r.harness_failed for r in latest):
+        again = sum(r.harness_failed for r in latest)
+        print(f"running again {again} cell-repeat(s) the harness failed (status harness-error)", file=sys.stderr)
     jobs = jobs_for(cells, done)
     progress.begin(cells, len(jobs), store.root)
     store.update_meta(state="running", resumed=utc_now() if latest else None)
@@ -138,5 +155,10 @@ def execute(
 
 
 def _record(store: RunStore, progress: Progress, record: Record) -> None:
+    """Store the record; one that failed because a file could not be written stops the
+    sweep there (the next cells would meet the same full or read-only disk)."""
     store.append(record)
     progress.cell_finished(record)
+    fault = storage_error_of(record)
+    if fault is not None:
+        raise fault

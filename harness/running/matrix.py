@@ -56,6 +56,9 @@ class Budget(BaseModel):
         ge=16,
         description="memory of a cell's whole process tree (PSS summed), MB: past it a watchdog ends the cell",
     )
+    log_cap_mb: float | None = Field(
+        None, gt=0, description="the most a cell's log keeps, MB (its last part; default 16)"
+    )
 
 
 class Entry(Budget):
@@ -108,6 +111,7 @@ class Cell:
     steady_max: float = DEFAULT_STEADY_MAX_S
     target: str | None = None  # quality target: the cell runs until it is met or `duration` passes
     target_every: float | None = None
+    log_cap_mb: float | None = None  # the most its log keeps (the tail); None: the runner's default
 
     def budget(self) -> dict[str, Any]:
         """What a record keeps of how the cell ran."""
@@ -148,7 +152,7 @@ def load_spec(path: Path) -> Spec:
 
 BUDGET_KEYS = (
     "duration", "warmup", "steady", "steady_max", "target", "target_every", "work", "repeats", "timeout",
-    "memory_limit_mb",
+    "memory_limit_mb", "log_cap_mb",
 )  # fmt: skip
 
 
@@ -184,6 +188,7 @@ class Overrides:
     timeout: float | None = None
     label: str | None = None
     memory_limit_mb: float | None = None
+    log_cap_mb: float | None = None
 
 
 def apply_overrides(spec: Spec, ov: Overrides) -> Spec:
@@ -255,6 +260,7 @@ def expand(spec: Spec) -> list[Cell]:
         timeout = _pick(entry.timeout, spec.timeout, deadline)
         memory = _pick(entry.memory_limit_mb, spec.memory_limit_mb, None)
         every = _pick(entry.target_every, spec.target_every, None)
+        log_cap = _pick(entry.log_cap_mb, spec.log_cap_mb, None)
         for raw in _axes(entry.params):
             params = validate(entry.suite, suite.params, raw).model_dump(mode="json")
             cid = cell_id(entry.suite, params)
@@ -263,7 +269,7 @@ def expand(spec: Spec) -> list[Cell]:
             seen.add(cid)
             cells.append(
                 Cell(entry.suite, params, duration, warmup, work, repeats, timeout, cid, memory, steady, steady_max,
-                     target, every)
+                     target, every, log_cap)
             )  # fmt: skip
     return cells
 

@@ -9,14 +9,19 @@ and the cell is recorded as `timeout`. Nothing of a cell outlives it.
 
 from __future__ import annotations
 
+import errno
 import json
+import re
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable
+from pathlib import Path
 
 import psutil
 
+from harness.cell.main import CHANNEL_LOST_EXIT, CHANNEL_LOST_MARK, TRACEBACK_LINES
 from harness.cell.messages import RESULT, ChildStream
 from harness.cell.processes import (
     alive,
@@ -24,19 +29,20 @@ from harness.cell.processes import (
     describe_exit,
     describe_processes,
     kill_tree,
-    log_tail,
+    log_tail_of,
     marked_processes,
     tree,
 )
-from harness.errors import UserError
+from harness.errors import StorageError, UserError, is_storage_error
 from harness.model.registry import get_suite
 from harness.model.suite import MEMORY_LIMIT_ENV
 from harness.monitors import Monitor, default_monitors
 from harness.monitors.memory import LimitHit, MemoryMonitor
 from harness.monitors.pyspy import dump_stacks
 from harness.running import interrupts
+from harness.running.cell_log import DEFAULT_CAP_MB, CellLog
 from harness.running.matrix import Cell
-from harness.runs.record import Record
+from harness.runs.record import HARNESS_ERROR, Record
 from harness.runs.series import write_series
 from harness.runs.store import RunStore, utc_now
 
@@ -47,6 +53,7 @@ DeadlineHook = Callable[[list[psutil.Process], RunStore, str], "str | None"]
 # "<id>-<repeat>".
 CommandWrap = Callable[[list[str], str], list[str]]
 WATCH_DIR = "watch"  # the instruments' traces, per cell-repeat, for suites with Suite.watch
+_CHANNEL_LOST = re.compile(re.escape(CHANNEL_LOST_MARK) + r" (?P<name>E[A-Z0-9]+): (?P<detail>[^\n]*)")
 
 
 class CellRunner:
@@ -67,10 +74,32 @@ class CellRunner:
         self._known: dict[int, psutil.Process] = {}
 
     def run(self, cell: Cell, repeat: int) -> Record:
-        started = utc_now()
+        """The cell-repeat's record, whatever happens in it. A failure of the harness's own
+        (a file of the cell it could not write, its machinery raising) ends the cell with
+        status `harness-error`, never blamed on the program; `--resume` runs it again."""
+        key = self.store.attempt_key(cell.id, repeat)
+        record = Record(
+            id=cell.id, suite=cell.suite, params=cell.params, repeat=repeat, status="ok", started=utc_now(),
+            budget=cell.budget(), log=self.store.relative(self.store.log_path(key)),
+        )  # fmt: skip
+        try:
+            self._run(cell, record, key)
+        except StorageError as exc:
+            harness_failed(
+                record, f"the harness could not write {exc.what or 'a file of the cell'}", exc, self.store.root
+            )
+        except Exception as exc:  # noqa: BLE001 - the harness's own failure, recorded as such
+            harness_failed(record, f"the harness failed running the cell ({type(exc).__name__}: {exc})")
+            record.traceback = "\n".join(traceback.format_exc().rstrip().splitlines()[-TRACEBACK_LINES:])
+        record.ended = utc_now()
+        if not self.store.log_path(key).exists():
+            record.log = None  # the harness failed before the cell started
+        return record
+
+    def _run(self, cell: Cell, record: Record, key: str) -> None:
+        repeat = record.repeat
         scratch = self.store.root / "series" / f".{cell.id}-{repeat}.jsonl"  # the child's stream
         scratch.unlink(missing_ok=True)
-        key = self.store.attempt_key(cell.id, repeat)
         log_path = self.store.log_path(key)
         spec = json.dumps(
             {
@@ -97,15 +126,22 @@ class CellRunner:
             command = self.wrap(command, key)
         if cell.memory_limit_mb:
             env[MEMORY_LIMIT_ENV] = f"{cell.memory_limit_mb:g}"  # harness.probe.memory_limit_mb()
-        with open(log_path, "wb") as log:
+        log = CellLog(log_path, int((cell.log_cap_mb or DEFAULT_CAP_MB) * 2**20))
+        try:
             proc = subprocess.Popen(
                 command,
                 stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                stdout=log.write_fd,
+                stderr=log.write_fd,
                 start_new_session=True,
                 env=env,
             )
+        except BaseException as exc:
+            log.close()
+            if is_storage_error(exc):
+                raise StorageError.from_os(exc, what="the cell's interpreter") from None
+            raise
+        log.started()
         self._current, self._known = proc, {}
         watchdog = self._watchdog(monitors, cell, proc.pid)
         self._tree(proc.pid)
@@ -145,20 +181,9 @@ class CellRunner:
                     self._known.update(marked)
                     kill_tree(proc.pid, {p.pid: p for p in survivors}, grace_s=0.5)
             self._current = None
+            written = log.close()
         stream = ChildStream.read(scratch)
-        record = Record(
-            id=cell.id,
-            suite=cell.suite,
-            params=cell.params,
-            repeat=repeat,
-            status=status,
-            reason=reason,
-            started=started,
-            ended=utc_now(),
-            budget=cell.budget(),
-            log=self.store.relative(log_path),
-            stack_dump=dump,
-        )
+        record.status, record.reason, record.stack_dump = status, reason, dump
         final = stream.final
         if final is not None and final["type"] == RESULT:
             record.metrics = final["metrics"]
@@ -170,9 +195,7 @@ class CellRunner:
             record.warnings = list(final.get("warnings", []))
             record.user_error = bool(final.get("user_error"))
         elif status == "ok":
-            record.status = "killed" if proc.returncode < 0 else "error"
-            tail = log_tail(log_path)
-            record.reason = f"{describe_exit(proc.returncode)} before reporting" + (f"; log: {tail}" if tail else "")
+            self._no_result(record, proc.returncode, stream, scratch, log)
         if escaped:
             record.warnings.append(f"processes outlived the cell outside its process group and were killed: {escaped}")
         if watchdog is not None and watchdog.hit is not None:  # whatever the child said as it died
@@ -180,11 +203,37 @@ class CellRunner:
             record.traceback = None
         for result in results:
             record.metrics.update(result.metrics)
+        note = written.warning()
+        if note:
+            record.warnings.append(note)
+        if written.note():
+            record.extra["log_capped"] = written.note()
         series_path = self.store.series_path(key)
         if write_series(series_path, stream, results):
             record.series = self.store.relative(series_path)
         scratch.unlink(missing_ok=True)
-        return record
+
+    def _no_result(self, record: Record, code: int, stream: ChildStream, scratch: Path, log: CellLog) -> None:
+        """The child ended without a result or error line: the harness's failure when it
+        could not write the stream, or died before the suite started; the program's else."""
+        text = log.recent_text()
+        lost = _CHANNEL_LOST.search(text)
+        if code == CHANNEL_LOST_EXIT and lost:
+            exc = StorageError(
+                scratch, getattr(errno, lost["name"], None), lost["detail"].strip(), "the cell's result stream"
+            )
+            harness_failed(record, "the cell could not write its result stream", exc, self.store.root)
+        elif code > 0 and stream.start_wall is None:
+            tail = log_tail_of(text)
+            harness_failed(
+                record,
+                f"the cell's interpreter {describe_exit(code)} before the harness started its suite"
+                + (f"; log: {tail}" if tail else ""),
+            )
+        else:
+            record.status = "killed" if code < 0 else "error"
+            tail = log_tail_of(text)
+            record.reason = f"{describe_exit(code)} before reporting" + (f"; log: {tail}" if tail else "")
 
     @staticmethod
     def _watchdog(monitors: list[Monitor], cell: Cell, root: int) -> MemoryMonitor | None:
@@ -235,6 +284,30 @@ class CellRunner:
         proc = self._current
         if proc is not None:
             kill_tree(proc.pid, self._tree(proc.pid), grace_s=1.0)
+
+
+def harness_failed(record: Record, reason: str, storage: StorageError | None = None, root: Path | None = None) -> None:
+    """Mark the record as the harness's failure (status `harness-error`): `--resume` runs it
+    again. A storage failure is kept in `storage_error`, so the sweep stops on it."""
+    record.status = HARNESS_ERROR
+    record.traceback = None
+    if storage is not None:
+        where = storage.path.relative_to(root) if root and storage.path.is_relative_to(root) else storage.path
+        code = f" ({storage.errno_name})" if storage.errno_name else ""
+        reason += f" ({where}: {storage.detail}{code})"
+        record.extra["storage_error"] = {
+            "path": str(storage.path), "errno": storage.errno_name, "detail": storage.detail, "what": storage.what
+        }  # fmt: skip
+    record.reason = f"{reason}; the harness's failure, not the program's: `harness sweep --resume` runs it again"
+
+
+def storage_error_of(record: Record) -> StorageError | None:
+    """The storage failure a record of the harness's failure carries, or None."""
+    fault = record.extra.get("storage_error") if record.harness_failed else None
+    if not isinstance(fault, dict):
+        return None
+    code = getattr(errno, str(fault.get("errno")), None)
+    return StorageError(str(fault.get("path")), code, str(fault.get("detail")), fault.get("what"))
 
 
 def wait_or_interrupt(proc: subprocess.Popen[bytes], timeout: float) -> None:

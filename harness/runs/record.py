@@ -25,6 +25,11 @@ _FIELDS = (
 )  # fmt: skip
 
 
+# The status of a cell-repeat the harness failed (it could not write the cell's files, or its
+# own machinery broke), not the program: `harness sweep --resume` runs it again.
+HARNESS_ERROR = "harness-error"
+
+
 def number(value: Any) -> float | None:
     """A finite int or float as float; anything else (bools, strings, NaN) as None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -92,6 +97,11 @@ class Record:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def harness_failed(self) -> bool:
+        """Failed by the harness (its disk, its machinery), not by the program."""
+        return self.status == HARNESS_ERROR
 
     @property
     def fixed_work(self) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.cell.messages import ChildStream
+from harness.runs.files import replacing
 
 
 class Sampled(Protocol):
@@ -45,7 +46,7 @@ def write_series(path: Path, stream: ChildStream, monitors: Iterable[Sampled]) -
     if not rows:
         return False
     rows.sort(key=lambda row: row[0])
-    with open(path, "w", newline="") as fh:
+    with replacing(path, "the cell's series", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(["t_s", "phase", "metric", "value"])
         writer.writerows((f"{t:.3f}", phase, name, value) for t, phase, name, value in rows)

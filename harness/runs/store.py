@@ -1,22 +1,26 @@
 """The run directory: run.json, cells.jsonl, series/*.csv, logs/.
 
-cells.jsonl is append-only: each finished cell-repeat is one line, written with a single
-write and fsynced, so the file is readable after a crash at any instant (at worst its last
-line is truncated, and readers skip it with a warning). run.json is replaced atomically.
+cells.jsonl is append-only: each finished cell-repeat is one line, written whole or not at
+all and fsynced (harness.runs.files), so the file is readable after a crash at any instant (a
+SIGKILL in the middle of the write can leave its last line truncated: readers skip it with a
+warning, and repair() sets it aside before the next append). run.json is replaced
+atomically. A write the disk refuses raises StorageError, naming the file.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
+from harness.errors import StorageError, UserError
 from harness.runs import DEFAULT_RESULTS as DEFAULT_RESULTS  # its home is harness.runs (a light import)
+from harness.runs.files import append_whole, clean_temporaries, make_dirs, write_json_atomic
 from harness.runs.record import Record
 
 RUN_FILE = "run.json"
@@ -29,14 +33,7 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=2, default=str)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+__all__ = ["RunStore", "utc_now", "write_json_atomic"]
 
 
 class RunStore:
@@ -55,10 +52,14 @@ class RunStore:
         while root.exists():
             suffix += 1
             root = results_dir / f"{stamp}-{safe_label}-{suffix}"
-        (root / "series").mkdir(parents=True)
-        (root / "logs").mkdir()
-        store = cls(root)
-        store.write_meta({"schema": SCHEMA_VERSION, **meta})
+        try:
+            make_dirs(root / "series", "the run directory", exist_ok=False)
+            make_dirs(root / "logs", "the run directory")
+            store = cls(root)
+            store.write_meta({"schema": SCHEMA_VERSION, **meta})
+        except StorageError:
+            shutil.rmtree(root, ignore_errors=True)  # a run that never started leaves nothing
+            raise
         return store
 
     @classmethod
@@ -69,8 +70,8 @@ class RunStore:
             raise UserError(f"{root} is not a run directory: {RUN_FILE} is missing")
         store = cls(root)
         store.meta()  # fail early and clearly on a corrupt run.json
-        (root / "series").mkdir(exist_ok=True)
-        (root / "logs").mkdir(exist_ok=True)
+        make_dirs(root / "series", "the run directory")
+        make_dirs(root / "logs", "the run directory")
         return store
 
     # ------------------------------------------------------------------ run.json
@@ -87,7 +88,7 @@ class RunStore:
         return meta
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        write_json_atomic(self.root / RUN_FILE, meta)
+        write_json_atomic(self.root / RUN_FILE, meta, "the run's description")
 
     def update_meta(self, **changes: Any) -> None:
         meta = self.meta()
@@ -97,30 +98,28 @@ class RunStore:
     # ------------------------------------------------------------------ cells.jsonl
     def append(self, record: Record) -> None:
         line = json.dumps(record.to_json(), default=str, allow_nan=True) + "\n"
-        fd = os.open(self.root / CELLS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_whole(self.root / CELLS_FILE, line.encode(), "the cell's record")
 
     def repair(self) -> str | None:
         """Before appending to a run that was stopped mid-write (SIGKILL, power loss): cut a
         truncated last line off cells.jsonl, so new lines do not follow a broken one. The
-        cut bytes are kept in cells.jsonl.torn; returns a warning, or None if intact."""
+        cut bytes are kept in cells.jsonl.torn; returns a warning, or None if intact. Also
+        removes the temporary files of writes such a stop interrupted."""
+        clean_temporaries(self.root)
         path = self.root / CELLS_FILE
         if not path.exists():
             return None
-        with open(path, "rb+") as fh:
-            data = fh.read()
-            if not data or data.endswith(b"\n"):
-                return None
-            keep = data.rfind(b"\n") + 1
-            with open(self.root / f"{CELLS_FILE}.torn", "ab") as torn:
-                torn.write(data[keep:] + b"\n")
-            fh.truncate(keep)
-            fh.flush()
-            os.fsync(fh.fileno())
+        data = path.read_bytes()
+        if not data or data.endswith(b"\n"):
+            return None
+        keep = data.rfind(b"\n") + 1
+        append_whole(self.root / f"{CELLS_FILE}.torn", data[keep:] + b"\n", "the torn record set aside")
+        try:
+            with open(path, "rb+") as fh:
+                fh.truncate(keep)
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise StorageError.from_os(exc, path, "the cell records") from None
         line = data.count(b"\n", 0, keep) + 1
         return f"{path}:{line}: truncated last line removed (kept in {CELLS_FILE}.torn); its cell will run again"
 

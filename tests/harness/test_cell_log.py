@@ -1,0 +1,75 @@
+"""A cell's log (harness.running.cell_log): the harness alone writes it, keeps it under its
+cap with the tail of the output, says what it dropped, and keeps reading when the disk fails."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from harness.running.cell_log import CellLog
+from harness.runs.files import FAULT_ENV
+
+CAP = 64 * 1024
+
+
+def run_writer(log: CellLog, code: str) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=log.write_fd, stderr=log.write_fd)
+    log.started()
+    proc.wait()
+
+
+def test_output_within_the_cap_is_the_log(tmp_path):
+    log = CellLog(tmp_path / "a.log", CAP)
+    run_writer(log, "import sys; print('hello'); print('oops', file=sys.stderr)")
+    summary = log.close()
+    assert (tmp_path / "a.log").read_text() == "hello\noops\n"
+    assert not summary.capped and summary.note() is None and summary.warning() is None
+    assert summary.written == summary.kept == 11
+
+
+def test_a_flood_keeps_the_tail_under_the_cap_and_says_so(tmp_path):
+    log = CellLog(tmp_path / "a.log", CAP)
+    # 20 MB of numbered lines: the last ones must be in the log, the first ones not
+    run_writer(log, "import sys\nsys.stdout.write(''.join(f'line {i:07d} xxxxxx\\n' for i in range(1_000_000)))")
+    summary = log.close()
+    data = (tmp_path / "a.log").read_bytes()
+    assert len(data) <= CAP
+    first, _, rest = data.partition(b"\n")
+    assert first.startswith(b"[harness: this cell wrote 20000000 bytes") and b"cap of 65536 bytes" in first
+    assert rest.endswith(b"line 0999999 xxxxxx\n") and b"line 0000000" not in rest
+    assert summary.capped and summary.written == 20_000_000 and summary.kept == len(rest)
+    assert summary.note() == {"cap_bytes": CAP, "written_bytes": 20_000_000, "kept_bytes": len(rest)}
+    assert "past its cap" in summary.warning()
+    assert log.recent_text().endswith("line 0999999 xxxxxx\n")
+
+
+def test_a_log_the_disk_refuses_still_drains_and_keeps_its_last_lines(tmp_path, monkeypatch):
+    switch = tmp_path / "switch"
+    switch.write_text("ENOSPC 100")
+    monkeypatch.setenv(FAULT_ENV, str(switch))
+    log = CellLog(tmp_path / "a.log", CAP)
+    run_writer(log, "for i in range(100_000): print(i)")  # 588 kB: would block on a pipe nobody reads
+    summary = log.close()
+    assert summary.error is not None and summary.error.errno_name == "ENOSPC"
+    assert summary.written == 588_890 and summary.kept == 100
+    assert "could not be written" in summary.warning() and "not the program's" in summary.warning()
+    assert log.recent_text().endswith("99999\n")
+
+
+def test_a_writer_that_outlives_the_cell_does_not_hold_the_log_open(tmp_path):
+    log = CellLog(tmp_path / "a.log", CAP)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"],
+        stdout=log.write_fd,
+        stderr=log.write_fd,
+    )
+    log.started()
+    try:
+        while b"up" not in (tmp_path / "a.log").read_bytes():
+            os.sched_yield()
+        summary = log.close()  # returns after DRAIN_S although the writer still holds the pipe
+        assert summary.written == 3
+    finally:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,113 @@
+"""A disk that fills in the middle of a sweep (issue 39): no traceback, exit 74 with a message
+that names the file, the run directory and how to go on; every record written before the
+fault intact, at most one torn line, no temporary file; after space is freed, --resume
+completes the run, the cell-repeats the harness failed running again.
+
+Two disks: a real 20 KiB tmpfs (needs mount, which root has here and on CI), and the write
+layer's fault switch (harness.runs.files), which runs anywhere: where mount is refused the
+switch alone still tests the whole path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness.cell.main import CHANNEL_LOST_EXIT, CHANNEL_LOST_MARK
+from harness.errors import STORAGE_EXIT
+from harness.runs.files import FAULT_ENV
+from harness.runs.store import RunStore
+from tests.conftest import read_records, run_dirs
+
+SWEEP = ("sweep", "--suite", "synthetic", "--workers", "1,2", "--repeats", "2", "--duration", "0.1", "--steady", "off")
+
+
+class Tmpfs:
+    def __init__(self, path):
+        self.out = path
+        path.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=20k", "tmpfs", str(path)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here ({done.stderr.decode().strip()}); the switch variant runs instead")
+
+    def free(self):
+        subprocess.run(["mount", "-o", "remount,size=16m", str(self.out)], check=True)
+
+    def close(self):
+        subprocess.run(["umount", "-l", str(self.out)], check=False)
+
+
+class Switch:
+    """The fault switch with a budget: 12 kB of the harness's writes, then ENOSPC."""
+
+    def __init__(self, path, monkeypatch):
+        self.out = path
+        self.switch = path.parent / "switch"
+        self.switch.write_text("ENOSPC 12000")
+        monkeypatch.setenv(FAULT_ENV, str(self.switch))
+
+    def free(self):
+        self.switch.unlink()
+
+    def close(self):
+        pass
+
+
+@pytest.fixture(params=["tmpfs", "switch"])
+def small_disk(request, tmp_path, monkeypatch):
+    disk = Tmpfs(tmp_path / "out") if request.param == "tmpfs" else Switch(tmp_path / "out", monkeypatch)
+    yield disk
+    disk.close()
+
+
+@pytest.mark.slow
+def test_a_full_disk_stops_the_sweep_cleanly_and_resume_completes_it(cli, small_disk):
+    result = cli(*SWEEP, "--out", small_disk.out, "--quiet")
+    assert result.exit_code == STORAGE_EXIT, result.output
+    assert "Traceback" not in result.output
+    (run_dir,) = run_dirs(small_disk.out)
+    assert "could not write" in result.output and "No space left on device" in result.output
+    assert f"run directory: {run_dir}" in result.output and f"harness sweep --resume {run_dir}" in result.output
+
+    lines = (run_dir / "cells.jsonl").read_bytes().split(b"\n") if (run_dir / "cells.jsonl").exists() else [b""]
+    whole = [json.loads(line) for line in lines[:-1]]  # every complete line parses: nothing before the fault lost
+    assert lines[-1] == b""  # not even one torn line: a short write is cut back
+    assert any(r["status"] == "ok" for r in whole), "the disk filled before any record: make it larger"
+    assert not [p for p in run_dir.rglob("*.tmp")], "a temporary file was left behind"
+
+    small_disk.free()
+    resumed = cli("sweep", "--resume", run_dir, "--quiet")
+    assert resumed.exit_code == 0, resumed.output
+    latest = RunStore.open(run_dir).records()
+    assert len(latest) == 4 and all(r.ok for r in latest)
+    history = read_records(run_dir)
+    harness_failed = [r for r in history if r["status"] == "harness-error"]
+    assert len(history) == 4 + len(harness_failed)  # each of the harness's failures ran again, nothing else
+    assert not (run_dir / "cells.jsonl.torn").exists()
+    assert not [p for p in run_dir.rglob("*.tmp")] and not list((run_dir / "series").glob(".*"))
+
+
+def test_a_child_that_cannot_write_its_stream_says_so_with_its_own_exit_code(tmp_path):
+    """/dev/full refuses every write with ENOSPC: the child exits 74 and says why on stderr,
+    which the runner turns into a `harness-error` record (not `exited with code 1`)."""
+    spec = json.dumps({"suite": "synthetic", "params": {}, "duration": 0.1, "warmup": 0.0, "work": None})
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cell", spec, "/dev/full"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == CHANNEL_LOST_EXIT
+    assert f"{CHANNEL_LOST_MARK} ENOSPC: No space left on device" in done.stderr
+
+
+def test_resume_runs_the_harness_failures_again_without_retry_failed(cli, tmp_path):
+    out = tmp_path / "out"
+    first = cli("sweep", "--suite", "synthetic", "--duration", "0.1", "--steady", "off", "--out", out, "--quiet")
+    assert first.exit_code == 0
+    (run_dir,) = run_dirs(out)
+    (record,) = read_records(run_dir)
+    record.update(status="harness-error", reason="the harness could not write ...", metrics={})
+    (run_dir / "cells.jsonl").write_text(json.dumps(record) + "\n")
+    resumed = cli("sweep", "--resume", run_dir, "--quiet")
+    assert resumed.exit_code == 0, resumed.output
+    assert [r["status"] for r in read_records(run_dir)] == ["harness-error", "ok"]
