@@ -79,7 +79,11 @@ def check_resume(store: RunStore, force: bool) -> None:
     if not same:
         entry["forced"] = f"resumed with --force at {_code(now)}; the run started at {_code(meta)}"
         print(f"warning: {entry['forced']}", file=sys.stderr)
-    store.update_meta(resumes=[*(meta.get("resumes") or []), entry])
+    try:
+        store.update_meta(resumes=[*(meta.get("resumes") or []), entry])
+    except StorageError as exc:
+        exc.run_dir, exc.then = store.root, f"harness sweep --resume {store.root}"
+        raise
 
 
 def mark_finished(store: RunStore) -> None:
