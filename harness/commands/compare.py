@@ -38,9 +38,10 @@ def compare(
     render_compare(comparison)
     if html:
         from harness.report.compare_html import render_compare as render_html
+        from harness.runs.files import write_atomic
 
         path = run_b / f"compare-{run_a.resolve().name}.html"
-        path.write_text(render_html(comparison), encoding="utf-8")
+        write_atomic(path, render_html(comparison), "the comparison's report")
         print(f"comparison: {path}")
     if fail_on is None:
         return EXIT_OK

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 
+from harness.runs.files import write_atomic
 from harness.runs.store import RunStore
 
 STACKS_DIR = "stacks"
@@ -48,7 +49,8 @@ def dump_stacks(procs: list[psutil.Process], store: RunStore, key: str) -> str |
     else:
         with ThreadPoolExecutor(max_workers=DUMP_PARALLEL) as pool:
             sections = list(pool.map(lambda proc: _dump_one(exe, proc), procs))
-    path.write_text(f"stack dump of cell {key} at its deadline ({len(procs)} processes)\n\n" + "\n\n".join(sections))
+    head = f"stack dump of cell {key} at its deadline ({len(procs)} processes)\n\n"
+    write_atomic(path, head + "\n\n".join(sections), "the stack dump")
     return store.relative(path)
 
 

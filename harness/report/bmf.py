@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from harness.report.exports import measurements
+from harness.runs.files import write_atomic
 
 
 def export(run_dir: Path, out: Path, metrics: list[str] | None = None) -> tuple[int, list[str]]:
@@ -23,5 +24,5 @@ def export(run_dir: Path, out: Path, metrics: list[str] | None = None) -> tuple[
     for m in found:
         document.setdefault(m.benchmark, {})[m.metric] = {"value": m.median, "lower_value": m.low, "upper_value": m.high}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(document, indent=2) + "\n")
+    write_atomic(out, json.dumps(document, indent=2) + "\n", "the Bencher export")
     return len(found), []

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.report.terminal import console_for_stdout
+from harness.runs.files import write_atomic
 
 STYLE = {
     "regression": "bold red",
@@ -123,4 +124,4 @@ def _unique_cells(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def write_markdown(path: Path, result: dict[str, Any]) -> None:
-    path.write_text(markdown(result))
+    write_atomic(path, markdown(result), "the gate's report")

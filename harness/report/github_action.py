@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.report.exports import measurements
+from harness.runs.files import write_atomic
 
 TOOLS = {"higher": "customBiggerIsBetter", "lower": "customSmallerIsBetter"}
 
@@ -60,5 +61,5 @@ def export(run_dir: Path, out: Path, metrics: list[str] | None = None) -> tuple[
             }
         )
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(entries, indent=2) + "\n")
+    write_atomic(out, json.dumps(entries, indent=2) + "\n", "the github-action-benchmark export")
     return len(entries), skipped

@@ -20,6 +20,7 @@ from harness.errors import STORAGE_EXIT
 from harness.runs.files import FAULT_ENV
 from harness.runs.store import RunStore
 from tests.conftest import read_records, run_dirs
+from tests.records import make_record
 
 SWEEP = ("sweep", "--suite", "synthetic", "--workers", "1,2", "--repeats", "2", "--duration", "0.1", "--steady", "off")
 
@@ -111,3 +112,17 @@ def test_resume_runs_the_harness_failures_again_without_retry_failed(cli, tmp_pa
     resumed = cli("sweep", "--resume", run_dir, "--quiet")
     assert resumed.exit_code == 0, resumed.output
     assert [r["status"] for r in read_records(run_dir)] == ["harness-error", "ok"]
+
+
+def test_reports_on_a_read_only_disk_exit_74_and_leave_the_old_ones(cli, tmp_path, monkeypatch):
+    store = RunStore.create(tmp_path, "t", {"cells": []})
+    store.append(make_record("a", {"units_per_s": 5.0}, {"workers": 1}))
+    assert cli("report", store.root, "--html").exit_code == 0
+    before = (store.root / "summary.csv").read_bytes()
+    switch = tmp_path / "switch"
+    switch.write_text("EROFS")
+    monkeypatch.setenv(FAULT_ENV, str(switch))
+    result = cli("report", store.root, "--html")
+    assert result.exit_code == STORAGE_EXIT and "Traceback" not in result.output
+    assert "Read-only file system (EROFS)" in result.output and "summary.csv" in result.output
+    assert (store.root / "summary.csv").read_bytes() == before and not list(store.root.rglob("*.tmp"))

@@ -31,6 +31,7 @@ from harness.running import interrupts
 from harness.running.executors.base import Job, OnRecord, OnStart
 from harness.running.matrix import Cell
 from harness.running.runner import CellRunner
+from harness.runs.files import write_atomic
 from harness.runs.record import Record
 from harness.runs.store import CELLS_FILE, RUN_FILE, RunStore
 
@@ -122,7 +123,7 @@ class RayExecutor:
                     for relative, content in files.items():
                         target = store.root / relative
                         target.parent.mkdir(parents=True, exist_ok=True)
-                        target.write_bytes(content)
+                        write_atomic(target, content, "a file of the cell")
                     on_record(record)
             except BaseException:
                 # A polite cancel raises KeyboardInterrupt inside each task, whose CellRunner
