@@ -26,6 +26,7 @@ _REMEDIES = {
 # Errnos that say the environment refused a write, wherever it happened: the CLI reports an
 # OSError with one of them as a StorageError even if no writer of the harness caught it.
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
+_KEEPS_DATA = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 
 class UserError(Exception):
@@ -71,7 +72,11 @@ class StorageError(Exception):
         if self.run_dir is not None:
             text += f"; run directory: {self.run_dir}"
         then = self.then or "run the command again"
-        return f"{text}. Nothing recorded before it is lost: {self.remedy}, then {then}"
+        # a full or read-only disk refuses writes and keeps what it holds; a failing or
+        # vanished one promises nothing
+        intact = "what was recorded before is intact; " if self.errno in _KEEPS_DATA else ""
+        advice = f"{intact}{self.remedy}, then {then}"
+        return f"{text}. {advice[0].upper()}{advice[1:]}"
 
 
 def is_storage_error(exc: BaseException) -> bool:

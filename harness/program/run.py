@@ -112,7 +112,7 @@ def run_program(params, probe: Probe) -> None:
     stopped_at = 0.0
     exited_at: float | None = None
     next_poll = time.monotonic() + FILE_POLL_S
-    pieces = 0
+    unread = 0  # characters of over-long lines
     try:
         while open_streams:
             try:
@@ -131,7 +131,7 @@ def run_program(params, probe: Probe) -> None:
                 if quiet_long or time.monotonic() - exited_at > params.stop_grace_s:
                     break
             if isinstance(line, _Piece):
-                pieces += 1
+                unread += len(line)
                 sys.stderr.write(line)
             elif line:
                 _handle(probe, feed, line)
@@ -154,8 +154,8 @@ def run_program(params, probe: Probe) -> None:
         if proc.poll() is None:
             proc.wait()
         feed.finish()
-    if pieces:
-        probe.warn(f"{pieces} pieces of lines longer than {MAX_LINE} characters went to the log unread for progress")
+    if unread:
+        probe.warn(f"{unread} characters of output in lines longer than {MAX_LINE} went to the log unread for progress")
     if code not in (0, None) and not stopped_by_us:
         raise SuiteError(f"{argv[0]} exited with code {code}")
 

@@ -127,7 +127,10 @@ def run_end(meta: dict[str, Any], records: list[Record]) -> str:
     started, ended = meta.get("started") or "?", meta.get("ended")
     when = f"{started} to {ended}{_seconds(started, ended)}" if ended else f"started {started}, no end recorded"
     resumed = f"; resumed {meta['resumed']}" if meta.get("resumed") else ""
-    return f"{STATES.get(state, state)} · {cells} · {when}{resumed}"
+    said = STATES.get(state, state)
+    if state == "interrupted" and meta.get("stopped_by"):  # a write the disk refused (runs.files)
+        said += f"; stopped by a file it could not write: {meta['stopped_by']}"
+    return f"{said} · {cells} · {when}{resumed}"
 
 
 def render(view: RunView) -> str:

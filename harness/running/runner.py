@@ -36,7 +36,7 @@ from harness.cell.processes import (
 from harness.errors import StorageError, UserError, is_storage_error
 from harness.model.registry import get_suite
 from harness.model.suite import MEMORY_LIMIT_ENV
-from harness.monitors import Monitor, default_monitors
+from harness.monitors import Monitor, MonitorResult, default_monitors
 from harness.monitors.memory import LimitHit, MemoryMonitor
 from harness.monitors.pyspy import dump_stacks
 from harness.running import interrupts
@@ -143,13 +143,15 @@ class CellRunner:
             raise
         log.started()
         self._current, self._known = proc, {}
-        watchdog = self._watchdog(monitors, cell, proc.pid)
-        self._tree(proc.pid)
-        for monitor in monitors:
-            monitor.start(proc.pid)
         status, reason, dump = "ok", None, None
         escaped = ""
+        broken: list[str] = []  # monitors of the harness's that failed
+        watchdog = None
         try:
+            watchdog = self._watchdog(monitors, cell, proc.pid)
+            self._tree(proc.pid)
+            for monitor in monitors:
+                monitor.start(proc.pid)
             try:
                 wait_or_interrupt(proc, cell.timeout)
             except subprocess.TimeoutExpired:
@@ -162,26 +164,28 @@ class CellRunner:
                     except Exception as exc:  # noqa: BLE001 - a failed dump must not stop the kill
                         reason += f" (stack dump failed: {type(exc).__name__}: {exc})"
         finally:
-            # Ends the tree on every path: deadline, Ctrl-C, and a child that exited but
-            # left workers behind.
-            kill_tree(proc.pid, self._tree(proc.pid))
-            proc.wait()
-            results = [m.stop() for m in monitors]
-            for result in results:
-                for pid, handle in result.processes.items():
-                    self._known.setdefault(pid, handle)
-            kill_tree(proc.pid, self._known, grace_s=0.5)
-            # Whatever is left escaped both the group and the tree the monitors saw.
-            marked = {pid: p for pid, p in marked_processes(self.store.root, key).items() if pid != proc.pid}
-            if marked:
-                psutil.wait_procs(list(marked.values()), timeout=0.3)  # group members still dying
-                survivors = alive(marked)
-                if survivors:
-                    escaped = describe_processes(survivors)
-                    self._known.update(marked)
-                    kill_tree(proc.pid, {p.pid: p for p in survivors}, grace_s=0.5)
-            self._current = None
-            written = log.close()
+            try:
+                # Ends the tree on every path: deadline, Ctrl-C, a monitor that failed, and a
+                # child that exited but left workers behind.
+                kill_tree(proc.pid, self._tree(proc.pid))
+                proc.wait()
+                results = _stop_all(monitors, broken)
+                for result in results:
+                    for pid, handle in result.processes.items():
+                        self._known.setdefault(pid, handle)
+                kill_tree(proc.pid, self._known, grace_s=0.5)
+                # Whatever is left escaped both the group and the tree the monitors saw.
+                marked = {pid: p for pid, p in marked_processes(self.store.root, key).items() if pid != proc.pid}
+                if marked:
+                    psutil.wait_procs(list(marked.values()), timeout=0.3)  # group members still dying
+                    survivors = alive(marked)
+                    if survivors:
+                        escaped = describe_processes(survivors)
+                        self._known.update(marked)
+                        kill_tree(proc.pid, {p.pid: p for p in survivors}, grace_s=0.5)
+            finally:
+                self._current = None
+                written = log.close()
         stream = ChildStream.read(scratch)
         record.status, record.reason, record.stack_dump = status, reason, dump
         final = stream.final
@@ -203,6 +207,8 @@ class CellRunner:
             record.traceback = None
         for result in results:
             record.metrics.update(result.metrics)
+        if broken:
+            harness_failed(record, f"the harness's monitors failed ({'; '.join(broken)})")
         note = written.warning()
         if note:
             record.warnings.append(note)
@@ -284,6 +290,17 @@ class CellRunner:
         proc = self._current
         if proc is not None:
             kill_tree(proc.pid, self._tree(proc.pid), grace_s=1.0)
+
+
+def _stop_all(monitors: list[Monitor], broken: list[str]) -> list[MonitorResult]:
+    """Every monitor stopped, one failing not keeping the others (or the kill) from it."""
+    results = []
+    for monitor in monitors:
+        try:
+            results.append(monitor.stop())
+        except Exception as exc:  # noqa: BLE001 - noted as the harness's failure of the cell
+            broken.append(f"{getattr(monitor, 'name', type(monitor).__name__)}: {type(exc).__name__}: {exc}")
+    return results
 
 
 def harness_failed(record: Record, reason: str, storage: StorageError | None = None, root: Path | None = None) -> None:

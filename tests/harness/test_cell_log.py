@@ -7,8 +7,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from harness.running.cell_log import CellLog
 from harness.runs.files import FAULT_ENV
+from tests.conftest import read_records, run_dirs
 
 CAP = 64 * 1024
 
@@ -73,3 +76,24 @@ def test_a_writer_that_outlives_the_cell_does_not_hold_the_log_open(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+# 1 GiB in 1 MiB writes without a newline: the fastest writer there is, so the test times
+# the harness (the child's copy, the pipe, the log), a few seconds.
+FLOOD = "import sys; b = b'x' * 2**20; [sys.stdout.buffer.write(b) for _ in range(1024)]"
+
+
+@pytest.mark.slow
+def test_a_program_that_writes_1_gb_completes_with_its_log_at_the_cap(cli, tmp_path):
+    out = tmp_path / "out"
+    args = ["sweep", "--duration", "120", "--steady", "off", "--log-cap-mb", "1", "--out", out, "--quiet"]
+    result = cli(*args, "--", sys.executable, "-c", FLOOD)
+    assert result.exit_code == 0, result.output
+    (run_dir,) = run_dirs(out)
+    (record,) = read_records(run_dir)
+    assert record["status"] == "ok"
+    assert record["log_capped"]["written_bytes"] >= 2**30 and record["log_capped"]["cap_bytes"] == 2**20
+    log = run_dir / record["log"]
+    assert log.stat().st_size <= 2**20
+    assert b"x" * 100_000 in log.read_bytes()[-200_000:]  # the tail of the output
+    assert any("past its cap" in w for w in record["warnings"])

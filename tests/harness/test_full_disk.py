@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
-from harness.cell.main import CHANNEL_LOST_EXIT, CHANNEL_LOST_MARK
 from harness.errors import STORAGE_EXIT
 from harness.runs.files import FAULT_ENV
 from harness.runs.store import RunStore
@@ -88,30 +86,6 @@ def test_a_full_disk_stops_the_sweep_cleanly_and_resume_completes_it(cli, small_
     assert len(history) == 4 + len(harness_failed)  # each of the harness's failures ran again, nothing else
     assert not (run_dir / "cells.jsonl.torn").exists()
     assert not [p for p in run_dir.rglob("*.tmp")] and not list((run_dir / "series").glob(".*"))
-
-
-def test_a_child_that_cannot_write_its_stream_says_so_with_its_own_exit_code(tmp_path):
-    """/dev/full refuses every write with ENOSPC: the child exits 74 and says why on stderr,
-    which the runner turns into a `harness-error` record (not `exited with code 1`)."""
-    spec = json.dumps({"suite": "synthetic", "params": {}, "duration": 0.1, "warmup": 0.0, "work": None})
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cell", spec, "/dev/full"], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == CHANNEL_LOST_EXIT
-    assert f"{CHANNEL_LOST_MARK} ENOSPC: No space left on device" in done.stderr
-
-
-def test_resume_runs_the_harness_failures_again_without_retry_failed(cli, tmp_path):
-    out = tmp_path / "out"
-    first = cli("sweep", "--suite", "synthetic", "--duration", "0.1", "--steady", "off", "--out", out, "--quiet")
-    assert first.exit_code == 0
-    (run_dir,) = run_dirs(out)
-    (record,) = read_records(run_dir)
-    record.update(status="harness-error", reason="the harness could not write ...", metrics={})
-    (run_dir / "cells.jsonl").write_text(json.dumps(record) + "\n")
-    resumed = cli("sweep", "--resume", run_dir, "--quiet")
-    assert resumed.exit_code == 0, resumed.output
-    assert [r["status"] for r in read_records(run_dir)] == ["harness-error", "ok"]
 
 
 def test_reports_on_a_read_only_disk_exit_74_and_leave_the_old_ones(cli, tmp_path, monkeypatch):
