@@ -34,6 +34,7 @@ FILE_POLL_S = 0.5
 # in pieces, unread: a megabyte without a newline costs a copy, not the readers' time.
 MAX_LINE = 16 * 1024
 QUEUED = 1024
+WAITED_WARN_S = 0.5  # the program's prints waited this long in all: a warning says it was slowed
 
 
 class _Piece(str):
@@ -74,15 +75,21 @@ def apply_line(probe: Probe, message: dict[str, Any]) -> None:
         probe.phase(message["phase"])
 
 
-def _pump(stream, lines: queue.Queue) -> None:
+def _pump(stream, lines: queue.Queue, waited: list[float]) -> None:
+    """Lines of one of the program's streams into the queue; `waited` gets the seconds the
+    program's output waited for room in it (the program slowed by the harness)."""
     in_long_line = False
     while line := stream.readline(MAX_LINE):
         ends = line.endswith("\n")
         if in_long_line or (not ends and len(line) >= MAX_LINE):
-            lines.put(_Piece(line))
+            line = _Piece(line)
             in_long_line = not ends
-        else:
+        try:
+            lines.put_nowait(line)
+        except queue.Full:
+            t0 = time.monotonic()
             lines.put(line)
+            waited.append(time.monotonic() - t0)
     lines.put(None)
 
 
@@ -105,8 +112,9 @@ def run_program(params, probe: Probe) -> None:
     except OSError as exc:
         raise SuiteError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
     lines: queue.Queue = queue.Queue(QUEUED)
+    waited: list[float] = []
     for stream in (proc.stdout, proc.stderr):
-        threading.Thread(target=_pump, args=(stream, lines), daemon=True).start()
+        threading.Thread(target=_pump, args=(stream, lines, waited), daemon=True).start()
     open_streams = 2
     stopped_by_us = False
     stopped_at = 0.0
@@ -154,6 +162,11 @@ def run_program(params, probe: Probe) -> None:
         if proc.poll() is None:
             proc.wait()
         feed.finish()
+    if sum(waited) >= WAITED_WARN_S:
+        probe.warn(
+            f"the program printed faster than the harness reads its output: its prints waited {sum(waited):.1f} s "
+            "in all (as on a slow terminal), so it ran slower here than it would alone; print less, or less often"
+        )
     if unread:
         probe.warn(f"{unread} characters of output in lines longer than {MAX_LINE} went to the log unread for progress")
     if code not in (0, None) and not stopped_by_us:

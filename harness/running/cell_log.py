@@ -172,7 +172,7 @@ class CellLog:
 
 def _open_log(path: Path) -> int:
     try:
-        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)  # read back to keep the tail
     except OSError as exc:
         raise StorageError.from_os(exc, path, "the cell's log") from None
 

@@ -126,7 +126,7 @@ class CellRunner:
             command = self.wrap(command, key)
         if cell.memory_limit_mb:
             env[MEMORY_LIMIT_ENV] = f"{cell.memory_limit_mb:g}"  # harness.probe.memory_limit_mb()
-        log = CellLog(log_path, int((cell.log_cap_mb or DEFAULT_CAP_MB) * 2**20))
+        log = CellLog(log_path, int((cell.log_cap_mb or DEFAULT_CAP_MB) * 1e6))
         try:
             proc = subprocess.Popen(
                 command,

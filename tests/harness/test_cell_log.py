@@ -47,6 +47,16 @@ def test_a_flood_keeps_the_tail_under_the_cap_and_says_so(tmp_path):
     assert log.recent_text().endswith("line 0999999 xxxxxx\n")
 
 
+def test_output_between_one_and_two_caps_keeps_its_tail_from_the_file_and_memory(tmp_path):
+    log = CellLog(tmp_path / "a.log", CAP)
+    run_writer(log, "import sys\nsys.stdout.write(''.join(f'line {i:07d} xxxxxx\\n' for i in range(5000)))")
+    summary = log.close()  # 100 kB: the tail's first part is read back from the file
+    first, _, rest = (tmp_path / "a.log").read_bytes().partition(b"\n")
+    assert summary.capped and len(rest) == summary.kept and len(rest) + len(first) + 1 <= CAP
+    expected = b"".join(f"line {i:07d} xxxxxx\n".encode() for i in range(5000))[-len(rest) :]
+    assert rest == expected
+
+
 def test_a_log_the_disk_refuses_still_drains_and_keeps_its_last_lines(tmp_path, monkeypatch):
     switch = tmp_path / "switch"
     switch.write_text("ENOSPC 100")
@@ -92,8 +102,32 @@ def test_a_program_that_writes_1_gb_completes_with_its_log_at_the_cap(cli, tmp_p
     (run_dir,) = run_dirs(out)
     (record,) = read_records(run_dir)
     assert record["status"] == "ok"
-    assert record["log_capped"]["written_bytes"] >= 2**30 and record["log_capped"]["cap_bytes"] == 2**20
+    assert record["log_capped"]["written_bytes"] >= 2**30 and record["log_capped"]["cap_bytes"] == 10**6
     log = run_dir / record["log"]
-    assert log.stat().st_size <= 2**20
+    assert log.stat().st_size <= 10**6
     assert b"x" * 100_000 in log.read_bytes()[-200_000:]  # the tail of the output
     assert any("past its cap" in w for w in record["warnings"])
+
+
+@pytest.mark.slow
+def test_a_program_printing_faster_than_the_readers_read_is_told_it_was_slowed(cli, tmp_path):
+    short_lines = "import sys; b = (b'y' * 99 + b'\\n') * 10_000; [sys.stdout.buffer.write(b) for _ in range(5)]"
+    out = tmp_path / "out"
+    result = cli(
+        "sweep",
+        "--duration",
+        "120",
+        "--steady",
+        "off",
+        "--out",
+        out,
+        "--quiet",
+        "--",
+        sys.executable,
+        "-c",
+        short_lines,
+    )
+    assert result.exit_code == 0, result.output
+    (record,) = read_records(run_dirs(out)[0])
+    assert record["status"] == "ok" and "log_capped" not in record
+    assert any("printed faster than the harness reads its output" in w for w in record["warnings"])
