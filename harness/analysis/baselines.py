@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
+from harness.runs.files import write_json_atomic
 from harness.runs.record import CellGroup, Record, group_by_cell
-from harness.runs.store import RUN_FILE, RunStore, utc_now, write_json_atomic
+from harness.runs.store import RUN_FILE, RunStore, utc_now
 
 BASELINE_SCHEMA = 1
 DEFAULT_BASELINE_DIR = Path("results/baselines")

@@ -15,7 +15,8 @@ from harness.ab.revisions import Side
 from harness.report.ab import progress_line
 from harness.running import interrupts
 from harness.running.matrix import Cell
-from harness.runs.store import utc_now, write_json_atomic
+from harness.runs.files import write_json_atomic
+from harness.runs.store import utc_now
 
 AB_JSON = "ab.json"
 

@@ -31,7 +31,8 @@ def doctor(
     from harness.report.terminal import console_for_stdout
     from harness.running import noise
     from harness.running.metadata import gpu_info
-    from harness.runs.store import utc_now, write_json_atomic
+    from harness.runs.files import write_json_atomic
+    from harness.runs.store import utc_now
 
     if not SECONDS_MIN <= seconds <= SECONDS_MAX:
         raise UserError(f"--seconds {seconds:g}: allowed {SECONDS_MIN:g} to {SECONDS_MAX:g}")

@@ -95,7 +95,7 @@ def main(
     from harness.analysis import baselines
     from harness.analysis.gating import evaluate
     from harness.report.gate import render_gate, write_markdown
-    from harness.runs.store import write_json_atomic
+    from harness.runs.files import write_json_atomic
 
     base = baselines.load(baseline, directory) if baseline is not None else None
     run = baselines.load_run(run_dir)

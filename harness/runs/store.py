@@ -33,9 +33,6 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-__all__ = ["RunStore", "utc_now", "write_json_atomic"]
-
-
 class RunStore:
     def __init__(self, root: Path) -> None:
         self.root = root
