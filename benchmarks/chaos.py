@@ -58,6 +58,7 @@ EXPECTED = {
 BLOWS = ("sigkill", "sigint", "disk_full", "read_only")
 EXIT_FOR = {"sigkill": -signal.SIGKILL, "sigint": 130, "disk_full": 74, "read_only": 74}
 DISK_MB = 256
+STOP_TIMEOUT_S = 120  # a blow the harness has not answered by then is a problem (its stacks kept)
 
 
 def spec_text(cells: int, repeats: int) -> str:
@@ -81,8 +82,8 @@ def spec_text(cells: int, repeats: int) -> str:
         lines += ["[[matrix]]", 'suite = "synthetic"']
         if fault == "hang":
             lines.append("timeout = 1.0")
-        if fault == "oom":
-            lines.append("memory_limit_mb = 64")
+        if fault == "oom":  # 320 MB/s, stopping itself at twice the limit: room for the watchdog's reading
+            lines.append("memory_limit_mb = 256")
         workers = 2 if fault == "kill_worker" else 1
         lines.append(
             f'params = {{ fail = "{fault}", fail_after_s = 0.02, workers = {workers}, '
@@ -96,14 +97,18 @@ def sh(*argv: str) -> None:
 
 
 def fill(disk: Path) -> Path:
-    """A ballast file that takes every free byte of the filesystem."""
+    """A ballast file that takes every free byte of the filesystem: written until the disk
+    refuses it, in 1 MB and then 4 kB pieces (one fallocate of the free space fails whole
+    when the harness takes a page meanwhile, and leaves the disk as it was)."""
     ballast = disk / "ballast"
-    st = os.statvfs(disk)
-    fd = os.open(ballast, os.O_WRONLY | os.O_CREAT, 0o644)
+    fd = os.open(ballast, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        os.posix_fallocate(fd, 0, st.f_bavail * st.f_frsize)
-    except OSError:
-        pass
+        for piece in (b"\0" * 2**20, b"\0" * 4096):
+            while True:
+                try:
+                    os.write(fd, piece)
+                except OSError:
+                    break
     finally:
         os.close(fd)
     return ballast
@@ -137,6 +142,10 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=None, help="where the tmpfs is mounted (a temp dir)")
     parser.add_argument("--max-rounds", type=int, default=400)
     args = parser.parse_args()
+    # A driver started in the background (nohup, &) inherits SIGINT ignored, and so would the
+    # harness until it installs its handler: a Ctrl-C in its first second would be lost. A
+    # terminal's Ctrl-C is never ignored; neither is ours (exec resets a caught signal).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     rng = random.Random(args.seed)
     work = args.work or Path(tempfile.mkdtemp(prefix="chaos-"))
     disk = work / "disk"
@@ -154,6 +163,7 @@ def main() -> int:
     left_after_kill = 0
     started = time.monotonic()
     load_before = os.getloadavg()
+    loads: list[float] = []
     try:
         run_dir: Path | None = None
         before = b""
@@ -189,11 +199,17 @@ def main() -> int:
                     sh("mount", "--bind", str(bound), str(bound))
                     sh("mount", "-o", "remount,bind,ro", str(bound))
             try:
-                code = proc.wait(timeout=300)
+                code = proc.wait(timeout=STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                problems.append(f"round {round_no} ({blow}): the harness did not stop in 300 s")
+                stacks = subprocess.run(["py-spy", "dump", "--pid", str(proc.pid)], capture_output=True, text=True)
+                with open(err, "a") as fh:
+                    fh.write(
+                        f"\n[chaos: not stopped after {STOP_TIMEOUT_S} s; its stacks]\n{stacks.stdout}{stacks.stderr}"
+                    )
+                problems.append(f"round {round_no} ({blow}): the harness did not stop in {STOP_TIMEOUT_S} s; {err}")
                 proc.kill()
                 code = proc.wait()
+            loads.append(os.getloadavg()[0])
             blows[blow] += 1
             codes[f"{blow}: {code}"] += 1
             if bound is not None:
@@ -201,9 +217,13 @@ def main() -> int:
             if ballast is not None:
                 ballast.unlink()
             text = err.read_text(errors="replace")
-            if "Traceback" in text:
+            early = blow == "sigint" and code == -signal.SIGINT and text.rstrip().endswith("KeyboardInterrupt")
+            if early:  # Ctrl-C before the harness's handler is in place: Python's own exit
+                codes["sigint before the harness's handler: -2"] += 1
+            elif "Traceback" in text:
                 problems.append(f"round {round_no} ({blow}): a traceback, see {err}")
             wanted = {EXIT_FOR[blow], 0, 1} if blow != "none" else {0, 1}
+            wanted |= {-signal.SIGINT} if early else set()
             if code not in wanted:
                 problems.append(f"round {round_no} ({blow}): exit code {code}, expected one of {sorted(wanted)}; {err}")
             if code == 74 and "harness sweep --resume" not in text:
@@ -240,7 +260,11 @@ def main() -> int:
         temporaries = [str(p) for p in run_dir.rglob("*.tmp")] + [str(p) for p in (run_dir / "series").glob(".*")]
         left = processes_of(run_dir, out)
         statuses = collections.Counter((r["params"]["fail"], r["status"]) for r in latest.values())
-        print(f"load average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}")
+        loads.sort()
+        print(
+            f"load average (1 min) before {load_before[0]:.1f}; after each round median {loads[len(loads) // 2]:.1f} "
+            f"({loads[0]:.1f}-{loads[-1]:.1f})"
+        )
         print(f"records expected {expected_total}, kept {len(latest)}, lost {expected_total - len(latest)}")
         print(f"lines in cells.jsonl {len(history)}; torn lines set aside {torn}")
         print(f"cell-repeats run again {run_again} (records of the harness's failures {harness_failed})")
