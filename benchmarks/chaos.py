@@ -114,6 +114,19 @@ def fill(disk: Path) -> Path:
     return ballast
 
 
+def read_only(path: Path) -> str | None:
+    """Bind-mount `path` over itself read-only: open files stay writable, nothing new can be
+    written. None when done; else why not (the bind undone)."""
+    sh("mount", "--bind", str(path), str(path))
+    for _ in range(5):
+        done = subprocess.run(["mount", "-o", "remount,bind,ro", str(path)], capture_output=True, text=True)
+        if done.returncode == 0:
+            return None
+        time.sleep(0.2)
+    subprocess.run(["umount", str(path)], capture_output=True)
+    return done.stderr.strip() or f"exit {done.returncode}"
+
+
 def processes_of(run_dir: Path | None, out: Path) -> list[str]:
     found: dict[int, psutil.Process] = {}
     if run_dir is not None and run_dir.exists():
@@ -164,6 +177,8 @@ def main() -> int:
     started = time.monotonic()
     load_before = os.getloadavg()
     loads: list[float] = []
+    unapplied: list[str] = []
+    proc: subprocess.Popen[bytes] | None = None
     try:
         run_dir: Path | None = None
         before = b""
@@ -195,9 +210,11 @@ def main() -> int:
                 ballast = fill(disk)
             elif blow == "read_only":
                 bound = run_dir_of(out)
-                if bound is not None:
-                    sh("mount", "--bind", str(bound), str(bound))
-                    sh("mount", "-o", "remount,bind,ro", str(bound))
+                why = read_only(bound) if bound is not None else "no run directory yet"
+                if why is not None:  # the blow could not be dealt: a Ctrl-C instead, and said so
+                    unapplied.append(f"round {round_no}: read-only mount failed ({why}); SIGINT instead")
+                    bound, blow = None, "sigint"
+                    proc.send_signal(signal.SIGINT)
             try:
                 code = proc.wait(timeout=STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
@@ -281,11 +298,16 @@ def main() -> int:
         for name in ("cells.jsonl", "cells.jsonl.torn", "run.json"):
             if (run_dir / name).exists():
                 (work / name).write_bytes((run_dir / name).read_bytes())  # kept for a look after the tmpfs goes
+        for note in unapplied:
+            print(f"blow not dealt: {note}")
         for problem in problems:
             print(f"problem: {problem}")
         ok = not problems and not wrong and not left and not temporaries and len(latest) == expected_total
         return 0 if ok else 1
     finally:
+        if proc is not None and proc.poll() is None:  # the driver failed: end the harness cleanly first
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=60)
         subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
