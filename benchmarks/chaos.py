@@ -6,7 +6,7 @@ is killed, interrupted and has its run directory made read-only, resumed after e
 Needs root (it mounts a tmpfs and bind-mounts the run directory read-only). The sweep: half
 its cells healthy, half failing as the synthetic suite can (raise, exit, kill_worker,
 segfault, oom, orphan, hang), each repeated. A driver starts `harness sweep` and, at a random
-instant 1-12 s later, does one of: SIGKILL the harness, SIGINT it (Ctrl-C), fill the disk
+instant 1-30 s later (--max-delay), does one of: SIGKILL the harness, SIGINT it (Ctrl-C), fill the disk
 (a ballast file takes every free byte of the tmpfs), or make the run directory read-only (a
 read-only bind mount over it). It waits for the harness to stop, undoes the blow (ballast
 removed, mount undone) and runs `harness sweep --resume`, until a resume runs to its end.
@@ -154,6 +154,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--work", type=Path, default=None, help="where the tmpfs is mounted (a temp dir)")
     parser.add_argument("--max-rounds", type=int, default=400)
+    parser.add_argument("--max-delay", type=float, default=30.0, help="a blow comes 1 s to this long after a start")
     args = parser.parse_args()
     # A driver started in the background (nohup, &) inherits SIGINT ignored, and so would the
     # harness until it installs its handler: a Ctrl-C in its first second would be lost. A
@@ -191,7 +192,7 @@ def main() -> int:
             command = [sys.executable, "-m", "harness.cli", "sweep"]
             command += ["--resume", str(run_dir)] if run_dir else [str(spec), "--out", str(out)]
             blow = rng.choice(BLOWS)
-            delay = rng.uniform(1.0, 12.0)
+            delay = rng.uniform(1.0, args.max_delay)
             err = logs / f"{round_no:03d}-{blow}.err"
             with open(err, "wb") as fh:
                 proc = subprocess.Popen(command + ["--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=fh)
