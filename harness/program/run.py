@@ -29,9 +29,10 @@ from harness.readers.jsonlines import is_probe_message, parse_object
 EXIT_DRAIN_S = 1.0
 FILE_POLL_S = 0.5
 # At most QUEUED lines wait to be read: a program that prints faster than the readers read
-# (about 2.5 MB/s of short lines) waits for them, as for a slow terminal, instead of filling
-# the harness's memory. A line longer than MAX_LINE (no progress line is) goes to the log
-# in pieces, unread: a megabyte without a newline costs a copy, not the readers' time.
+# (1.6 MB/s of 100-byte lines on a shared 2-core VM) waits for them, as for a slow terminal
+# (a warning says so), instead of filling the harness's memory. A line longer than MAX_LINE
+# (no progress line is) goes to the log in pieces, unread: a megabyte without a newline
+# costs a copy, not the readers' time.
 MAX_LINE = 16 * 1024
 QUEUED = 1024
 WAITED_WARN_S = 0.5  # the program's prints waited this long in all: a warning says it was slowed

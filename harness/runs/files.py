@@ -133,15 +133,11 @@ def discard(path: Path) -> None:
 
 
 def clean_temporaries(root: Path) -> list[Path]:
-    """Remove the temporary files a harness killed mid-write left in a run directory (and
-    its series/ and logs/); returns them. Only ours: `.NAME.tmp`."""
-    removed = []
-    for folder in (root, root / "series", root / "logs"):
-        if not folder.is_dir():
-            continue
-        for path in folder.glob(f"{TMP_PREFIX}*{TMP_SUFFIX}"):
-            discard(path)
-            removed.append(path)
+    """Remove the temporary files a harness killed mid-write left anywhere in a run
+    directory (series/, logs/, stacks/ included); returns them. Only ours: `.NAME.tmp`."""
+    removed = sorted(root.rglob(f"{TMP_PREFIX}*{TMP_SUFFIX}"))
+    for path in removed:
+        discard(path)
     return removed
 
 

@@ -94,7 +94,8 @@ def test_the_error_says_what_to_do_and_how_to_go_on(tmp_path):
 
 def test_temporaries_of_a_killed_write_are_cleaned(tmp_path):
     (tmp_path / "series").mkdir()
-    leftovers = [tmp_path / ".run.json.tmp", tmp_path / "series" / ".a-0.csv.tmp"]
+    (tmp_path / "stacks").mkdir()
+    leftovers = [tmp_path / ".run.json.tmp", tmp_path / "series" / ".a-0.csv.tmp", tmp_path / "stacks" / ".a-0.txt.tmp"]
     for path in leftovers:
         path.write_text("half")
     (tmp_path / "keep.json").write_text("{}")
