@@ -76,9 +76,11 @@ def test_a_full_disk_stops_the_sweep_cleanly_and_resume_completes_it(cli, small_
     assert any(r["status"] == "ok" for r in whole), "the disk filled before any record: make it larger"
     assert not [p for p in run_dir.rglob("*.tmp")], "a temporary file was left behind"
 
+    written = (run_dir / "cells.jsonl").read_bytes() if (run_dir / "cells.jsonl").exists() else b""
     small_disk.free()
     resumed = cli("sweep", "--resume", run_dir, "--quiet")
     assert resumed.exit_code == 0, resumed.output
+    assert (run_dir / "cells.jsonl").read_bytes().startswith(written)  # what was there stays, byte for byte
     latest = RunStore.open(run_dir).records()
     assert len(latest) == 4 and all(r.ok for r in latest)
     history = read_records(run_dir)
