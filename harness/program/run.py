@@ -47,6 +47,11 @@ def placeholders(params) -> dict[str, Any]:
     return {**(params.model_extra or {}), "workers": resolve_workers(params.workers)}
 
 
+def child_env() -> dict[str, str]:
+    """The program's environment: ours, with Python unbuffered (see the module's docstring)."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
 def build_argv(params) -> list[str]:
     values = placeholders(params)
     if not params.argv.strip():
@@ -104,11 +109,10 @@ def run_program(params, probe: Probe) -> None:
         ) from None
     lines = line_readers(params.progress)
     feed = Feed(probe, lines, file_readers(files, Path.cwd()), headline=_declared_counter(lines))
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     try:
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-            bufsize=1, env=env, errors="replace",
+            bufsize=1, env=child_env(), errors="replace",
         )  # fmt: skip
     except OSError as exc:
         raise SuiteError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
@@ -143,7 +147,7 @@ def run_program(params, probe: Probe) -> None:
                 unread += len(line)
                 sys.stderr.write(line)
             elif line:
-                _handle(probe, feed, line)
+                handle_line(probe, feed, line)
             if time.monotonic() >= next_poll:
                 feed.poll_files()
                 next_poll = time.monotonic() + FILE_POLL_S
@@ -198,7 +202,9 @@ def _declared_counter(readers: list) -> str | None:
     return next((snake(r.counter) for r in readers if isinstance(r, Pattern) and r.counter), None)
 
 
-def _handle(probe: Probe, feed: Feed, line: str) -> None:
+def handle_line(probe: Probe, feed: Feed, line: str, echo: bool = True) -> None:
+    """One line of the program's output: ours applied to the probe, any other line to the
+    readers and (`echo`) on to the cell's log."""
     text = line.rstrip("\n")
     message = parse_object(text)
     if message is not None and is_probe_message(message):
@@ -206,4 +212,5 @@ def _handle(probe: Probe, feed: Feed, line: str) -> None:
         return
     if text.strip():
         feed.line(text)
-        print(text, file=sys.stderr, flush=True)
+        if echo:
+            print(text, file=sys.stderr, flush=True)
