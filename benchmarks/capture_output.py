@@ -3,6 +3,7 @@
     python benchmarks/capture_output.py OUT.jsonl[.gz] --seconds 40 -- VENV/bin/python train.py ...
     python benchmarks/capture_output.py OUT.jsonl --slice 10 25        # keep 10 s..25 s (in place)
     python benchmarks/capture_output.py OUT.jsonl --show               # the lines, timed, as read
+    python benchmarks/capture_output.py OUT.jsonl --scrub /opt/venvs/x=VENV   # machine paths out
     python benchmarks/capture_output.py OUT.jsonl --series 'env_step=(\\d+)'  # a number's rate
 
 The program runs as harness.program.run starts it (both streams piped, stdin /dev/null,
@@ -38,6 +39,23 @@ def slice_capture(path: Path, start: float, end: float) -> None:
     print(f"kept {len(kept)} of {len(chunks)} chunks, {path.stat().st_size / 1024:.1f} KB")
 
 
+def scrub(path: Path, pairs: list[str]) -> None:
+    """Replace machine paths (a venv's, a scratch folder's) in the capture's text: `OLD=NEW`."""
+    header, chunks = capture.read(path)
+    swaps = [pair.split("=", 1) for pair in pairs]
+
+    def clean(text: str) -> str:
+        for old, new in swaps:
+            text = text.replace(old, new)
+        return text
+
+    header["argv"] = [clean(word) for word in header["argv"]]
+    with capture._open(path, "w") as out:
+        out.write(json.dumps(header) + "\n")
+        for t, s, d in chunks:
+            out.write(json.dumps({"t": t, "s": s, "d": clean(d)}) + "\n")
+
+
 def show(path: Path) -> None:
     for t, stream, line in capture.lines(path):
         print(f"{t:8.3f} {stream} {line.rstrip(chr(10))!r}")
@@ -48,7 +66,9 @@ def replay(path: Path, duration: float) -> None:
     headline = metrics.get("headline_rate")
     print(f"headline {headline} = {metrics.get(headline, float('nan')):.4g}" if headline else "no headline")
     for name, value in sorted(metrics.items()):
-        if name.endswith(("_per_s", "_vs_counted")) or name.startswith(("printed_", "warmup", "measure", "progress_")):
+        if name.endswith(("_per_s", "_vs_counted")) or name.startswith(
+            ("printed_", "warmup", "measure", "progress_", "headline_", "replay_")
+        ):
             print(f"  {name} = {value}")
     for warning in warnings:
         print(f"  warning: {warning}")
@@ -74,6 +94,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=40.0, help="run the program this long")
     parser.add_argument("--slice", nargs=2, type=float, metavar=("FROM", "TO"))
     parser.add_argument("--show", action="store_true")
+    parser.add_argument("--scrub", nargs="+", metavar="OLD=NEW", help="replace machine paths in the capture")
     parser.add_argument("--replay", type=float, metavar="DURATION", help="read it as a cell of this --duration")
     parser.add_argument("--series", metavar="REGEX")
     parser.add_argument("--window", nargs=2, type=float, default=(0.0, float("inf")), metavar=("FROM", "TO"))
@@ -83,6 +104,8 @@ def main() -> None:
     argv = words[cut + 1 :]
     if args.slice:
         slice_capture(args.path, *args.slice)
+    elif args.scrub:
+        scrub(args.path, args.scrub)
     elif args.show:
         show(args.path)
     elif args.replay:

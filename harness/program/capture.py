@@ -171,7 +171,9 @@ def replay(path: Path, probe: Any, feed: Any, clock: ReplayClock, tick_s: float 
 
 def replay_cell(path: Path, duration_s: float, progress: str = "") -> tuple[dict[str, Any], list[str]]:
     """A capture read as a `--duration duration_s` cell of the command suite reads its program
-    (the automatic warm-up, the same readers): the cell's metrics and warnings."""
+    (the automatic warm-up, the same readers): the cell's metrics and warnings, with
+    `replay_window` (the capture's seconds the measured window spans) for computing the same
+    rate by hand."""
     from harness.cell.steady import DEFAULT_CAP_S, Steady
     from harness.probe import Probe
     from harness.program.run import _declared_counter
@@ -182,4 +184,6 @@ def replay_cell(path: Path, duration_s: float, progress: str = "") -> tuple[dict
     readers = line_readers(progress)
     feed = Feed(probe, readers, clock=clock, headline=_declared_counter(readers))
     replay(path, probe, feed, clock)
-    return probe.finish(), probe.warnings
+    metrics = probe.finish()
+    metrics["replay_window"] = [probe._measure_start, probe._measure_end]  # noqa: SLF001 - the replay's own probe
+    return metrics, probe.warnings

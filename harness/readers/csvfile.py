@@ -69,5 +69,5 @@ def _row(header: list[str], row: list[str]) -> list[Reading]:
         except ValueError:
             continue
         kind, name = reading_kind_name(key)
-        out.append(Reading(name, value, kind))
+        out.append(Reading(name, value, kind, key))
     return out

@@ -1,19 +1,25 @@
 """Readings into probe calls: counters as counts, values as values, printed rates kept aside.
 
-A monotone counter's new value becomes `probe.count(name, new - last)`, so the probe's
-windowed rate, automatic warm-up, drift and A/B slices read a program's own progress as
-they read a suite's. A counter counts once it has grown (a hyperparameter printed once,
-`n_steps=32`, never does); the first counter to grow restarts the probe's warm-up, so a
-program's start-up (imports, environments, workers) is left out of its warm-up. A counter
-that goes back (a progress bar restarting each epoch) starts a new run of it: its new
-value counts in full. The finest counter is declared the headline (`probe.declare_rate`).
+A counter's readings become `probe.count(name, units)`, so the probe's windowed rate,
+automatic warm-up, drift and A/B slices read a program's own progress as they read a
+suite's. What a reading adds is decided from the evidence of its series
+(harness.readers.series: a running total is never summed; a restart is a fall to near zero
+that grows again; per-report increments are summed). One name may be printed in several
+slots (two bars of one unit, an evaluator's line and the trainer's): the first slot to
+grow is the one counted. A counter counts once it has grown (a hyperparameter printed
+once, `n_steps=32`, never does); the first counter to grow restarts the probe's warm-up, so
+a program's start-up (imports, environments, workers) is left out of its warm-up. While
+the program runs, the finest counter is the headline (`probe.declare_rate`); at the end
+every counted rate is checked against the program's other sources of the same thing
+(harness.readers.checks) and the headline is the finest counter that passed, with its
+provenance (`headline_provenance`, `headline_check`, `progress_provenance`). A warning or
+error line is not a progress report: its numbers are not read.
 
 A logged value (a loss, an episode return) is recorded from its second sighting on: one
 said once is configuration, not a series. The program's own printed rate (`fps`, `it/s`) is kept as `printed_<name>`, its median over
-the measured window, and held against the counter of the same unit: `fps = steps /
-time_elapsed` is a running average since the start, which hides drift and mixes warm-up
-into the window, so a disagreement beyond DISAGREE is said in a warning and
-`printed_<name>_vs_counted` (printed / counted).
+the measured window, and `printed_<name>_vs_counted` (printed / counted) for the finest
+counter of its unit: `fps = steps / time_elapsed` is a running average since the start,
+which hides drift and mixes warm-up into the window.
 
 Within one line a name, or a counter's value, is taken once: the first reader that finds it
 wins (`Total num frames: 12345` is one counter, not two).
@@ -22,20 +28,24 @@ wins (`Total num frames: 12345` is one counter, not two).
 from __future__ import annotations
 
 import re
-import statistics
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.readers.checks import SET_ASIDE, Check, Sighting, clock_rate, paired_printed, printed_median
 from harness.readers.protocol import FileReader, LineReader, Reading
-from harness.readers.words import rank, unit_of
+from harness.readers.series import Series
+from harness.readers.words import family, is_clock, rank
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours and cursor moves of loggers and bars
 SHOWN_VALUES = 4  # value names listed in progress_recognised, of however many
-DISAGREE = 0.10  # |printed / counted - 1| beyond this is reported
-_STEP_LIKE = {"frames", "samples", "timesteps", "steps", "transitions"}
-_FPS_LIKE = {"fps", "sps", "steps_per_second", "samples_per_second", "frames_per_second"}
+# A warning or an error: a log level (`WARNING`, `[ERROR]`, absl's `W1125`), Python's
+# `UserWarning:` / `ValueError:`, a traceback. DI-engine's replay buffer warns "sample is 64".
+_NOT_PROGRESS = re.compile(
+    r"\b(?:WARNING|WARN|ERROR|CRITICAL|FATAL)\b|^\W{0,2}[WEF]\d{4} |\b[A-Z]\w*(?:Warning|Error|Exception):"
+    r"|^\s*(?i:warning|error)\s*:|^Traceback \(most recent"
+)
 
 
 class Feed:
@@ -55,14 +65,17 @@ class Feed:
         self.headline: str | None = None
         self.lines_read = 0
         self.lines_recognised = 0
+        self.lines_not_progress = 0
         self.by_reader: dict[str, Counter[str]] = defaultdict(Counter)  # reader -> "kind name" -> readings
-        self._last: dict[str, float] = {}
+        self._series: dict[tuple[str, str], Series] = {}  # (name, source:slot) -> its readings
+        self._counted_slot: dict[str, str] = {}  # counter -> the slot it is counted from
         self._grown: list[str] = []  # counters seen to grow, in the order they did
         self._values_seen: set[str] = set()
-        self._source: dict[str, str] = {}  # counter -> where it is read from (the output, a file reader)
-        self._counted: dict[str, list[tuple[float, float, str]]] = defaultdict(list)  # (t, total, phase)
+        self._counted: dict[str, list[Sighting]] = defaultdict(list)
         self._totals: dict[str, float] = defaultdict(float)
-        self._printed: dict[str, list[tuple[float, str]]] = defaultdict(list)  # (value, phase)
+        self._printed: dict[str, list[tuple[float, float, str, str]]] = defaultdict(list)  # (t, value, phase, slot)
+        self._clocks: list[tuple[float, float]] = []  # (t, the program's elapsed seconds)
+        self.checks: dict[str, list[Check]] = {}
 
     # ------------------------------------------------------------------ input
     def line(self, text: str) -> bool:
@@ -70,17 +83,25 @@ class Feed:
         self.lines_read += 1
         if "\x1b" in text:
             text = _ANSI.sub("", text)
-        taken: list[Reading] = []
+        if _NOT_PROGRESS.search(text):
+            self.lines_not_progress += 1
+            return False
+        taken: list[tuple[str, Reading]] = []
         for reader in self.line_readers:
-            fresh = [r for r in reader.read(text) if not _duplicate(r, taken)]
+            fresh: list[Reading] = []
+            for reading in reader.read(text):
+                if not _duplicate(reading, [r for _, r in taken] + fresh):
+                    fresh.append(reading)
             for reading in fresh:
                 self.by_reader[reader.name][f"{reading.kind} {reading.name}"] += 1
-            taken += fresh
+            taken += [(reader.name, r) for r in fresh]
             if fresh and getattr(reader, "exclusive", False):
                 break
         if taken:
             self.lines_recognised += 1
-            self.apply(taken)
+            now = self.clock()
+            for reader_name, reading in taken:
+                self._apply_one(reading, now, "output", reader_name)
         return bool(taken)
 
     def poll_files(self) -> None:
@@ -95,99 +116,181 @@ class Feed:
                 self.by_reader[reader.name][f"{reading.kind} {reading.name}"] += 1
             self.apply(readings, source=reader.name)
 
-    def apply(self, readings: Sequence[Reading], source: str = "output") -> None:
+    def apply(self, readings: Sequence[Reading], source: str = "output", reader: str = "") -> None:
         now = self.clock()
-        phase = self.probe.current_phase
         for reading in readings:
-            if reading.kind == "counter":
-                # a counter is read from one source: CleanRL prints global_step and writes it as
-                # its event files' step, at other moments; mixed, the two would look like restarts
-                if self._source.setdefault(reading.name, source) == source:
-                    self._count(reading, now, phase)
-            elif reading.kind == "rate":
-                self._printed[reading.name].append((reading.value, phase))
-            else:
-                target = self.probe.target
-                if target is not None and target.metric == reading.name:
-                    self.probe.quality(reading.name, reading.value)
-                elif reading.name in self._values_seen:
-                    self.probe.set(reading.name, reading.value)
-                else:  # a value said once is configuration (Sample Factory prints ~150 at start)
-                    self._values_seen.add(reading.name)
+            self._apply_one(reading, now, source, reader or source)
 
-    def _count(self, reading: Reading, now: float, phase: str) -> None:
-        """A counter counts from its second value on, once it has grown: a number a counter's
-        word labels once (`n_steps=32` in a printed config) is not progress."""
-        last = self._last.get(reading.name)
-        self._last[reading.name] = reading.value
-        if last is None:
-            return
-        delta = reading.value - last if reading.value >= last else reading.value
-        if reading.name not in self._grown:
-            if delta <= 0:
+    def _apply_one(self, reading: Reading, now: float, source: str, reader: str) -> None:
+        phase = self.probe.current_phase
+        if reading.kind == "counter":
+            self._count(reading, now, phase, source, reader)
+        elif reading.kind == "rate":
+            self._printed[reading.name].append((now, reading.value, phase, reading.slot))
+        elif reading.kind == "clock":
+            self._clocks.append((now, reading.value))
+        else:
+            if is_clock(reading.name):
+                self._clocks.append((now, reading.value))
+            target = self.probe.target
+            if target is not None and target.metric == reading.name:
+                self.probe.quality(reading.name, reading.value)
+            elif reading.name in self._values_seen:
+                self.probe.set(reading.name, reading.value)
+            else:  # a value said once is configuration (Sample Factory prints ~150 at start)
+                self._values_seen.add(reading.name)
+
+    def _count(self, reading: Reading, now: float, phase: str, source: str, reader: str) -> None:
+        """A reading of a counter: its series says what it adds; only the counted slot of a
+        name reaches the probe. A counter counts from its second value on, once it has grown:
+        a number a counter's word labels once (`n_steps=32` in a printed config) is not
+        progress."""
+        slot = f"{source}:{reading.slot}"
+        series = self._series.get((reading.name, slot))
+        if series is None:
+            series = self._series[(reading.name, slot)] = Series(
+                reading.name, slot, reader, reading.key or reading.name, source
+            )
+        was = series.kind
+        units = series.see(reading.value, phase)
+        if was != "increments" and series.kind == "increments":
+            # from now on each report counts in full; the window's earlier reports too
+            units += series.recount({"measure"} if phase == "measure" else {"warmup", "measure", "stopped"})
+        counted_slot = self._counted_slot.get(reading.name)
+        if counted_slot is None:
+            if units <= 0:
                 return
+            self._counted_slot[reading.name] = counted_slot = slot
             self._grown.append(reading.name)
             if len(self._grown) == 1 and self.probe.current_phase != "stopped":
                 self.probe.phase("warmup")  # the program's start-up (imports, envs) is not its warm-up
-        self._totals[reading.name] += delta
-        self._counted[reading.name].append((now, self._totals[reading.name], phase))
-        if delta:
-            self.probe.count(reading.name, delta)
+                phase = self.probe.current_phase
+        if counted_slot != slot:
+            return
+        self._totals[reading.name] += units
+        self._counted[reading.name].append(Sighting(now, reading.value, self._totals[reading.name], phase))
+        if units:
+            self.probe.count(reading.name, units)
         self._choose_headline()
 
-    def _choose_headline(self) -> None:
+    def _choose_headline(self, eligible: Sequence[str] | None = None) -> None:
         if self.fixed_headline is not None:
             best = self.fixed_headline if self.fixed_headline in self._grown else None
         else:
-            best = min(self._grown, key=lambda name: (rank(name), self._grown.index(name)))
+            names = list(eligible) if eligible is not None else self._grown
+            best = min(names, key=self._headline_order) if names else None
         if best is not None and best != self.headline:
             self.headline = best
             self.probe.declare_rate(best)
 
+    def _headline_order(self, name: str) -> tuple[int, int, int]:
+        """Finest unit first; a level before increments of the same unit; then the first to grow."""
+        return rank(name), int(self.series_of(name).kind != "level"), self._grown.index(name)
+
+    def series_of(self, name: str) -> Series:
+        return self._series[(name, self._counted_slot[name])]
+
     # ------------------------------------------------------------------ output
     def finish(self) -> None:
-        """Printed rates and their agreement with the counters, and what was recognised."""
+        """Printed rates, every counter's checks, the headline that passed them and its
+        provenance, and what was recognised."""
         self.poll_files()
-        for name, points in sorted(self._printed.items()):
-            measured = [v for v, phase in points if phase == "measure"] or [v for v, _ in points]
-            printed = statistics.median(measured)
+        medians = {name: printed_median(points) for name, points in self._printed.items()}
+        for name, printed in sorted(medians.items()):
             self.probe.set(name, printed)
-            self._compare(name, printed)
+        rates = {name: rate for name in self._grown if (rate := self._window_rate(name)) is not None}
+        # a series not yet known as a running total or increments is set aside unchecked
+        self.checks = {name: self._checks(name, rates, medians) for name in rates if self.series_of(name).trusted}
+        for name, printed in sorted(medians.items()):
+            paired = [c for c in self._grown if name in paired_printed(c, self.series_of(c).slot, self._printed)]
+            counter = min(paired, key=rank) if paired else None
+            if counter is not None and rates.get(counter):
+                self.probe.set(f"{name}_vs_counted", printed / rates[counter])
+        for name, checks in sorted(self.checks.items()):
+            differing = [c for c in checks if c.outcome != "agrees"]
+            if differing:
+                self.probe.warn(_disagreement(name, rates[name], differing))
+        for name, rate in rates.items():
+            # between its first and last reports in the window, as one reads a log by hand: a
+            # report every 10 s cut by the window's edges would be off by up to a report
+            self.probe.set(f"{name}_per_s", rate)
+        if self.fixed_headline is None and self._grown:
+            passed = [n for n in self._grown if n in rates and not self._set_aside(n)]
+            self._choose_headline(passed or self._grown)
         self.probe.set("progress_lines", self.lines_read)
         self.probe.set("progress_lines_recognised", self.lines_recognised)
+        if self.lines_not_progress:
+            self.probe.set("progress_lines_not_progress", self.lines_not_progress)
         self.probe.set("progress_recognised", self.recognised())
+        if self._grown:
+            self.probe.set("progress_provenance", "; ".join(self.provenance(n, rates) for n in self._grown))
+        if self.headline is not None:
+            self.probe.set("headline_provenance", self.provenance(self.headline, rates))
+            self.probe.set("headline_check", self.verdict(self.headline))
+            aside = [n for n in self._grown if self._set_aside(n)]
+            if aside:
+                self.probe.set("progress_set_aside", "; ".join(f"{n}: {self._why_aside(n)}" for n in aside))
         if not self._grown:
             self.probe.warn(self._nothing_counted())
 
-    def _compare(self, printed_name: str, printed: float) -> None:
-        counter = self._pair(printed_name)
-        counted = self._window_rate(counter) if counter else None
-        if counter is None or counted is None or counted <= 0:
-            return
-        ratio = printed / counted
-        self.probe.set(f"{printed_name}_vs_counted", ratio)
-        if abs(ratio - 1.0) > DISAGREE:
-            self.probe.warn(
-                f"the program prints {printed_name.removeprefix('printed_')} {printed:.4g} (median over the measured "
-                f"window) but {counter} grew at {counted:.4g}/s in the same window ({ratio:.2f}x): a rate printed as "
-                "an average since the start hides drift and mixes warm-up in; the harness judges by the counter "
-                f"({counter}_per_s)"
-            )
+    def _checks(self, name: str, rates: dict[str, float], medians: dict[str, float]) -> list[Check]:
+        """Every other source of the same thing as counter `name`, held against its rate."""
+        checks = []
+        slot = self.series_of(name).slot
+        for printed in paired_printed(name, slot, self._printed):
+            if medians[printed] > 0:
+                same = " (same report)" if any(s == slot.split(":", 1)[1] for *_, s in self._printed[printed]) else ""
+                label = f"printed {printed.removeprefix('printed_')}{same}"
+                checks.append(Check(label, medians[printed], rates[name] / medians[printed]))
+        by_clock = clock_rate(self._counted[name], self._clocks, self.series_of(name).kind == "increments")
+        if by_clock is not None and by_clock[0] > 0:
+            label = f"growth by the program's own numbers and clock ({by_clock[1]:.0f} s)"
+            checks.append(Check(label, by_clock[0], rates[name] / by_clock[0]))
+        for other, rate in rates.items():
+            if other == name or family(other) != family(name) or rate <= 0 or not self.series_of(other).trusted:
+                continue
+            if rates[name] * SET_ASIDE < rate:
+                continue  # the other is read too fast: its check sets it aside, this one is not in doubt
+            checks.append(Check(f"counter {other}", rate, rates[name] / rate))
+        return checks
 
-    def _pair(self, printed_name: str) -> str | None:
-        """The counter a printed rate measures: the one of its unit (`iter/s` <-> `iterations`),
-        or for a unitless frame rate (`fps`, `SPS`) the headline when it counts steps or frames."""
-        stem = printed_name.removeprefix("printed_")
-        unit = unit_of(stem.removesuffix("_per_s"))
-        same = [c for c in self._grown if unit_of(c) == unit]
-        if same:
-            return min(same, key=rank)
-        if stem in _FPS_LIKE and self.headline and unit_of(self.headline) in _STEP_LIKE:
-            return self.headline
-        return None
+    def _set_aside(self, name: str) -> bool:
+        return not self.series_of(name).trusted or any(c.outcome == "set aside" for c in self.checks.get(name, []))
+
+    def _why_aside(self, name: str) -> str:
+        series = self.series_of(name)
+        if series.kind == "ambiguous":
+            return "its readings drop as often as they reach new highs (two running totals under one name?)"
+        if series.undecided:
+            return f"its readings dropped {series.drops}x without a restart: neither a running total nor increments yet"
+        return "; ".join(f"read faster than {c.describe()}" for c in self.checks[name] if c.outcome == "set aside")
+
+    def verdict(self, name: str) -> str:
+        """`passed` (every check agreed), `warned` (one differed), `failed` (set aside, and
+        no counter passed), or `unchecked` (the program gave nothing to check it against)."""
+        checks = self.checks.get(name, [])
+        if self._set_aside(name):
+            return "failed"
+        if not checks:
+            return "unchecked"
+        return "passed" if all(c.outcome == "agrees" for c in checks) else "warned"
+
+    def provenance(self, name: str, rates: dict[str, float]) -> str:
+        """Where a counted rate came from and what it was checked against, in one line:
+        `env_step_per_s 26.1/s from `env_step` (pairs, stderr/stdout), a level, 412
+        sightings; checks: printed it_per_s 25.9/s: 1.01x, agrees`."""
+        series = self.series_of(name)
+        rate = rates.get(name)
+        where = series.reader + (f", {series.source}" if series.source != "output" else "")
+        head = f"{name}_per_s {rate:.4g}/s" if rate is not None else f"{name}_per_s (too few readings in the window)"
+        checks = self.checks.get(name, [])
+        said = "; ".join(c.describe() for c in checks) if checks else "nothing to check it against"
+        others = sum(1 for (n, slot) in self._series if n == name and slot != series.slot)
+        also = f", {others} other report{'s' if others > 1 else ''} of it not counted" if others else ""
+        return f"{head} from `{series.key}` ({where}), {series.describe()}{also}; checks: {said}"
 
     def _window_rate(self, counter: str) -> float | None:
-        points = [(t, total) for t, total, phase in self._counted[counter] if phase == "measure"]
+        points = [(s.t, s.total) for s in self._counted[counter] if s.phase == "measure"]
         if len(points) < 3 or points[-1][0] <= points[0][0]:
             return None
         return (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
@@ -204,6 +307,8 @@ class Feed:
                 items.append(f"{len(values)} value{'s' if len(values) > 1 else ''} ({shown})")
             parts.append(f"{reader}: {', '.join(items)}")
         parts += [reader.describe() for reader in self.file_readers]
+        if self.lines_not_progress:
+            parts.append(f"{self.lines_not_progress} warning or error lines not read")
         return "; ".join(parts) or "nothing"
 
     def _nothing_counted(self) -> str:
@@ -216,10 +321,32 @@ class Feed:
         )
 
 
+def _disagreement(name: str, rate: float, checks: list[Check]) -> str:
+    """The warning for a counter whose checks did not all agree, naming every figure."""
+    figures = "; ".join(f"its {c.source} {c.other:.4g}/s ({c.ratio:.2f}x)" for c in checks)
+    said = f"{name} grew at {rate:.4g}/s in the measured window; {figures}"
+    if any(c.outcome == "set aside" for c in checks):
+        return (
+            f"{said}: a counter read more than {SET_ASIDE:g}x faster than the program's own figure for the same thing "
+            f"is misread (a running total summed, two series mixed), so {name}_per_s is not the headline"
+        )
+    if any(c.ratio < 1 for c in checks):
+        return (
+            f"{said}: a rate the program prints over part of the time (while collecting, or an average since the "
+            f"start) reads higher than the harness's over the whole window; the harness judges by the counter"
+        )
+    return f"{said}: a rate printed as an average since the start hides drift and mixes warm-up in; the harness judges by the counter"
+
+
 def _duplicate(reading: Reading, taken: list[Reading]) -> bool:
+    """A name already taken on this line, or the same number under a key that holds the
+    other's (`Total num frames: 12345`: sentences' `frames`, pairs' `Total num frames`). Two
+    counters that merely show the same number (a bar's n and its postfix's `env_step`) are two."""
     for other in taken:
         if other.name == reading.name:
             return True
         if reading.kind == other.kind == "counter" and reading.value == other.value:
-            return True
+            mine, theirs = reading.key.lower(), other.key.lower()
+            if not mine or not theirs or mine in theirs or theirs in mine:
+                return True
     return False

@@ -56,5 +56,5 @@ class JsonLines:
         readings = []
         for key, value in _numbers(obj):
             kind, name = reading_kind_name(key)
-            readings.append(Reading(name, value, kind))
+            readings.append(Reading(name, value, kind, key))
         return readings

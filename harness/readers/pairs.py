@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from harness.readers.protocol import Reading
-from harness.readers.words import reading_kind_name
+from harness.readers.words import context, reading_kind_name
 
 _PAIR = re.compile(
     r"(?<![\w./-])(?P<key>[A-Za-z][\w./-]*(?: [A-Za-z][A-Za-z_]*){0,3})\s*(?:=|:)\s*"
@@ -33,5 +33,5 @@ class Pairs:
             except ValueError:
                 continue
             kind, name = reading_kind_name(match["key"])
-            readings.append(Reading(name, value, kind))
+            readings.append(Reading(name, value, kind, match["key"], context(line[: match.start()])))
         return readings

@@ -56,12 +56,12 @@ class Pattern:
             raw = match.group(self.counter) if self.counter in self.regex.groupindex else match.group(1)
             value = _number(raw)
             if value is not None:
-                readings.append(Reading(snake(self.counter), value, "counter"))
+                readings.append(Reading(snake(self.counter), value, "counter", self.counter))
         for group, raw in match.groupdict().items():
             if group == self.counter or (value := _number(raw)) is None:
                 continue
             kind, name = reading_kind_name(group)
-            readings.append(Reading(name, value, kind))
+            readings.append(Reading(name, value, kind, group))
         return readings
 
 

@@ -3,8 +3,10 @@ a unit of its own: `512/2000 [00:03<00:09, 160.52steps/s]`, counts like `12.3k`)
 `1,234/10,000 ... 98.7 it/s`.
 
 The count is a counter named by the bar's unit (`it` -> `iterations`), the rate a printed
-rate. A bar restarts at 0 each epoch; the feed treats a counter that goes back as a new run
-of it, so every epoch's units still count.
+rate, the elapsed time (`[00:12<`) the program's clock. A bar restarts at 0 each epoch; the
+feed treats a counter that falls to zero and grows again as a new run of it, so every
+epoch's units still count. Each bar is its own slot, told by its description's words and
+its total: an outer `2/10` epoch bar and the inner `1032/10000` bar are two series.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ from __future__ import annotations
 import re
 
 from harness.readers.protocol import Reading
-from harness.readers.words import counter_name, per_second_name
+from harness.readers.words import context, counter_name, per_second_name
 
 _NUM = r"\d[\d,]*(?:\.\d+)?[kMGT]?"
 _TQDM = re.compile(
-    rf"(?P<n>{_NUM})(?:/(?P<total>{_NUM}))?\s*\[[\d:]+(?:<[\d:?]+)?,\s*"
+    rf"(?P<n>{_NUM})(?:/(?P<total>{_NUM}))?\s*\[(?P<elapsed>[\d:]+)(?:<[\d:?]+)?,\s*"
     r"(?:(?P<rate>[\d.]+[kMGT]?|\?)\s*(?P<unit>[A-Za-z_]*)/s|(?P<inverse>[\d.]+)\s*s/(?P<unit2>[A-Za-z_]+))"
 )
 _RICH = re.compile(rf"(?P<n>{_NUM})/(?P<total>{_NUM})\b.*?(?P<rate>\d[\d,]*(?:\.\d+)?)\s*(?P<unit>[A-Za-z_]+)/s\b")
@@ -40,11 +42,22 @@ class ProgressBar:
         groups = match.groupdict()
         unit = groups.get("unit") or groups.get("unit2") or "it"
         counter = counter_name(unit)
-        readings = [Reading(counter, number(groups["n"]), "counter")]
+        slot = f"bar {context(line[: match.start()])}/{groups.get('total') or ''}"
+        readings = [Reading(counter, number(groups["n"]), "counter", unit, slot)]
         if groups.get("rate") not in (None, "?"):
-            readings.append(Reading(per_second_name(unit), number(groups["rate"]), "rate"))
+            readings.append(Reading(per_second_name(unit), number(groups["rate"]), "rate", f"{unit}/s", slot))
         elif groups.get("inverse"):
             seconds = float(groups["inverse"])
             if seconds > 0:
-                readings.append(Reading(per_second_name(unit), 1.0 / seconds, "rate"))
+                readings.append(Reading(per_second_name(unit), 1.0 / seconds, "rate", f"s/{unit}", slot))
+        if groups.get("elapsed"):
+            readings.append(Reading("elapsed_s", clock_seconds(groups["elapsed"]), "clock", "elapsed", slot))
         return readings
+
+
+def clock_seconds(text: str) -> float:
+    """`01:30` -> 90, `1:02:03` -> 3723."""
+    seconds = 0.0
+    for part in text.split(":"):
+        seconds = seconds * 60 + float(part or 0)
+    return seconds

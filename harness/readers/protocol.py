@@ -13,17 +13,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-Kind = Literal["counter", "rate", "value"]
+Kind = Literal["counter", "rate", "value", "clock"]
 
 
 @dataclass(frozen=True)
 class Reading:
     """One number a reader found. `name` is metric-safe (snake_case); a rate's `value` is per
-    second whatever the program printed (per minute and per hour are converted)."""
+    second whatever the program printed (per minute and per hour are converted); a `clock` is
+    the program's own elapsed seconds (tqdm's `[00:12<...]`), held against the harness's.
+
+    `key` is the text the program labelled it with (`env_step`, `it`), for the record's
+    provenance. `slot` says which of the program's reports it came from, when one name can
+    come from several: two tqdm bars of the same unit, `episode` in an evaluator's line and in
+    the trainer's. Readings of one name and slot are one series; the feed never mixes two."""
 
     name: str
     value: float
     kind: Kind
+    key: str = ""
+    slot: str = ""
 
 
 class LineReader(Protocol):

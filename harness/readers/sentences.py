@@ -11,17 +11,21 @@ from __future__ import annotations
 import re
 
 from harness.readers.protocol import Reading
-from harness.readers.words import COUNTER_WORDS, counter_name, kind_of, per_second_name
+from harness.readers.words import COUNTER_WORDS, context, counter_name, kind_of, per_second_name
 
-_COUNT = r"(?<![\d.,])\d[\d,]*(?![\d,]|\.\d|\s*/\s*\d|\s*%)"
+# A count: `4500`, `12,345` (thousands grouped by threes). A comma after a number ends it: in
+# `env_episode=10, env_step=130` the 10 belongs to env_episode, not to the word after it. A
+# number inside a name (`iteration_40.pth.tar`, `v2`) is no count.
+_COUNT = r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w]|,\d|\.\w|\s*/\s*\d|\s*%)"
 _WORD_THEN_COUNT = re.compile(rf"\b(?P<word>[A-Za-z][A-Za-z_]*)\s*[#:=]?\s*(?P<n>{_COUNT})")
-_COUNT_THEN_WORD = re.compile(rf"(?P<n>{_COUNT})\s+(?P<word>[A-Za-z][A-Za-z_]*)\b(?!\s*/)")
+# `After 51200 frames`, but not `frames=1000 steps=100` (there `steps` names the next number)
+_COUNT_THEN_WORD = re.compile(rf"(?P<n>{_COUNT})\s+(?P<word>[A-Za-z][A-Za-z_]*)\b(?!\s*/|\s*=)")
 _VALUE = r"(?P<value>\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 _PER_UNIT = re.compile(
     _VALUE + r"\s*(?P<unit>[A-Za-z][A-Za-z_.-]*?)\s*(?:/|\bper\s+)"
     r"(?P<per>s|sec|secs|second|seconds|min|mins|minute|minutes|h|hr|hour|hours)\b"
 )
-_FPS_AFTER = re.compile(_VALUE + r"\s*(?P<unit>fps|sps|FPS|SPS)\b")
+_FPS_AFTER = re.compile(_VALUE + r"\s*(?P<unit>fps|sps|FPS|SPS)\b(?!\s*[=:])")  # `fps=100` is the key of 100
 _FPS_BEFORE = re.compile(r"\b(?P<unit>fps|sps|FPS|SPS)\b\s*[:=@]?\s*" + _VALUE)
 _LETTERS = re.compile(r"[a-z]+")
 _PER_SECONDS = {"s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0}
@@ -44,18 +48,27 @@ class Sentences:
         if COUNTER_WORDS.intersection(_LETTERS.findall(lower)):
             for match in (*_WORD_THEN_COUNT.finditer(line), *_COUNT_THEN_WORD.finditer(line)):
                 if kind_of(match["word"]) == "counter":
-                    readings.append(Reading(counter_name(match["word"]), _float(match["n"]), "counter"))
+                    slot = context(line[: match.start()])
+                    readings.append(
+                        Reading(counter_name(match["word"]), _float(match["n"]), "counter", match["word"], slot)
+                    )
         if "/" in line or " per " in lower:
             readings += self._per_unit(line)
         if "fps" in lower or "sps" in lower:
             for pattern in (_FPS_AFTER, _FPS_BEFORE):
                 for match in pattern.finditer(line):
-                    readings.append(Reading(f"printed_{match['unit'].lower()}", _float(match["value"]), "rate"))
+                    name = f"printed_{match['unit'].lower()}"
+                    readings.append(
+                        Reading(name, _float(match["value"]), "rate", match["unit"], context(line[: match.start()]))
+                    )
         return readings
 
     def _per_unit(self, line: str) -> list[Reading]:
         readings = []
         for match in _PER_UNIT.finditer(line):
             seconds = _PER_SECONDS[match["per"].lower()]
-            readings.append(Reading(per_second_name(match["unit"]), _float(match["value"]) / seconds, "rate"))
+            rate = _float(match["value"]) / seconds
+            readings.append(
+                Reading(per_second_name(match["unit"]), rate, "rate", match.group(0), context(line[: match.start()]))
+            )
         return readings

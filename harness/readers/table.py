@@ -36,4 +36,4 @@ class Table:
         except ValueError:
             return []
         kind, name = reading_kind_name(match["key"])
-        return [Reading(name, value, kind)]
+        return [Reading(name, value, kind, match["key"].strip())]

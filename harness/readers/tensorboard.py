@@ -75,9 +75,9 @@ class TensorBoardEvents:
                 continue
             self.scalars += 1
             kind, name = reading_kind_name(value.tag)
-            out.append(Reading(name, number, kind))
+            out.append(Reading(name, number, kind, value.tag))
         if out and event.step:
-            out.append(Reading(STEP_COUNTER, float(event.step), "counter"))
+            out.append(Reading(STEP_COUNTER, float(event.step), "counter", "step"))
         return out
 
     def describe(self) -> str:

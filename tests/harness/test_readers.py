@@ -44,13 +44,14 @@ def test_table_rows_of_a_stable_baselines_logger():
 def test_tqdm_and_rich_bars():
     bar = ProgressBar()
     assert found(bar, " 45%|████▌     | 4500/10000 [00:12<00:15, 350.12it/s]") == {
-        "iterations": ("counter", 4500), "printed_it_per_s": ("rate", 350.12)}  # fmt: skip
+        "iterations": ("counter", 4500), "printed_it_per_s": ("rate", 350.12), "elapsed_s": ("clock", 12)}  # fmt: skip
     assert found(bar, "epoch 3:  50%|█| 512/1024 [00:03<00:03, 160.52steps/s, loss=0.3]")["steps"] == ("counter", 512)
     slow = found(bar, " 3/100 [00:05<02:30, 2.00s/it]")
     assert slow["printed_it_per_s"] == ("rate", 0.5)
     assert found(bar, "12.3k/20k [00:10<00:06, 1.2kit/s]")["iterations"] == ("counter", 12300)
     assert found(bar, "━━━━━━━ 1,234/10,000  [ 0:00:10 < 0:01:10 , 98 it/s ]")["iterations"] == ("counter", 1234)
-    assert found(bar, "epoch 0:   0%|          | 0/200 [00:00<?, ?it/s]") == {"iterations": ("counter", 0)}
+    assert found(bar, "epoch 0:   0%|          | 0/200 [00:00<?, ?it/s]") == {
+        "iterations": ("counter", 0), "elapsed_s": ("clock", 0)}  # fmt: skip
 
 
 def test_sentences_counters_beside_rates():
@@ -124,7 +125,7 @@ def test_feed_counts_deltas_restarts_and_takes_a_line_once():
     probe, t = FakeProbe(), [0.0]
     feed = Feed(probe, line_readers(), clock=lambda: t[0])
     feed.line("Info: (n_steps=32 and n_envs=2)")  # a config value, said once: no counter
-    for n in (100, 200, 300, 50, 150):  # a bar that restarts: 300 then a new run of 150
+    for n in (100, 200, 300, 0, 150):  # a bar that restarts: 300, to zero, then a new run of 150
         feed.line(f"{n}/1000 [00:01<00:09, 100.00it/s]")
         t[0] += 1
     assert probe.counts["iterations"] == 350  # counted from the first value on

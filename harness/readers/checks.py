@@ -1,0 +1,122 @@
+"""Every counted rate held against every other source of the same thing the program gave.
+
+A counter the harness found in a program's output is a guess: a word that looked like a
+unit, a number that looked like a running total. Each guess is checked, at the end of the
+cell, against what else the program said about the same progress:
+
+- a rate it printed of the same unit (tqdm's `it/s` beside its own `n`, `fps` beside
+  `total_timesteps`, `avg_envstep_per_sec` beside `total_envstep_count`), preferring one of
+  the same bar or line;
+- its own clock (tqdm's elapsed `[00:12<`, a logged `time_elapsed`) on the same report: the
+  counter's growth per second of the program's clock;
+- other counters of the same thing (`env_step` and `total_timesteps` both count environment
+  steps).
+
+Within 10 %: agreed. Beyond: a warning naming both figures. A counter read more than 2x
+*faster* than another source of the same thing is set aside from the headline: a counter
+cannot progress faster than the program's own measure of it, and reading it too fast is
+how a reader fails (a running total summed, two series mixed). Read more than 2x *slower*,
+the counter keeps its place with the warning: a printed rate may cover only part of the
+time (DI-engine's `avg_envstep_per_sec` is over the collection phase alone), and the
+harness's rate is over the whole window.
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from dataclasses import dataclass
+from typing import Literal
+
+from harness.readers.words import family, rate_unit, unit_of
+
+AGREE = 0.10  # |ratio - 1| within this: the two agree
+SET_ASIDE = 2.0  # counted more than this many times another source: not the headline
+CLOCK_MIN_S = 10.0  # seconds of the program's clock a check needs (tqdm prints whole seconds)
+SAME_REPORT_S = 0.05  # a clock printed this close to a counter's sighting is of the same report
+_UNITLESS_STEP_RATES = {"fps", "sps"}  # `fps`, `SPS`: frames or steps per second, unit unsaid
+_STEP_LIKE = {"frames", "samples", "timesteps", "steps", "transitions"}
+
+Outcome = Literal["agrees", "differs", "set aside"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One source held against a counter's rate: `ratio` is counted / other."""
+
+    source: str  # `printed it_per_s (same bar)`, `the program's clock`, `counter total_timesteps`
+    other: float  # the other source's rate, per second
+    ratio: float
+
+    @property
+    def outcome(self) -> Outcome:
+        if abs(self.ratio - 1.0) <= AGREE:
+            return "agrees"
+        return "set aside" if self.ratio > SET_ASIDE else "differs"
+
+    def describe(self) -> str:
+        return f"{self.source} {self.other:.4g}/s: {self.ratio:.2f}x, {self.outcome}"
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """A reading of a counter's counted slot: when, the number the program printed, and the
+    counted total just after it."""
+
+    t: float
+    value: float
+    total: float
+    phase: str
+
+
+def printed_median(points: list[tuple[float, float, str, str]]) -> float:
+    """A printed rate's median over the measured window (all its readings if none fell in it)."""
+    measured = [v for _, v, phase, _ in points if phase == "measure"] or [v for _, v, _, _ in points]
+    return statistics.median(measured)
+
+
+def paired_printed(counter: str, slot: str, printed: dict[str, list[tuple[float, float, str, str]]]) -> list[str]:
+    """The printed rates of the same unit as `counter` (`it/s` for `iterations`,
+    `avg_envstep_per_sec` for `total_envstep_count`, unitless `fps` for a step-like counter);
+    those of the counter's own slot (its bar) when there are any."""
+    unit = unit_of(counter)
+    same = [
+        p
+        for p in printed
+        if rate_unit(p) == unit
+        or family(rate_unit(p)) == family(counter)
+        or (rate_unit(p) in _UNITLESS_STEP_RATES and unit in _STEP_LIKE)
+    ]
+    own_slot = [p for p in same if any(s == slot for _, _, _, s in printed[p])]
+    return own_slot or same
+
+
+def clock_rate(
+    sightings: list[Sighting], clocks: list[tuple[float, float]], increments: bool = False
+) -> tuple[float, float] | None:
+    """The counter's growth by the program's own numbers and its own clock over the measured
+    window: (per second, seconds of its clock), from sightings with a clock reading of the same
+    report (tqdm's `[00:12<`, a `time_elapsed` row of the same table). Nothing of the
+    harness's is in it: neither its accounting (a summed running total would show against it)
+    nor its clock (lines that reach it in bursts would). A stretch where the number or the
+    clock goes back (a new bar) is left out. None with under CLOCK_MIN_S of clock."""
+    if not clocks:
+        return None
+    clocks = sorted(clocks)
+    times = [t for t, _ in clocks]
+    paired: list[tuple[float, float]] = []  # (clock seconds, the program's number)
+    for s in sightings:
+        if s.phase != "measure":
+            continue
+        i = bisect.bisect_left(times, s.t)
+        near = min((k for k in (i - 1, i) if 0 <= k < len(times)), key=lambda k: abs(times[k] - s.t))
+        if abs(times[near] - s.t) <= SAME_REPORT_S:
+            paired.append((clocks[near][1], s.value))
+    units = seconds = 0.0
+    for (e0, v0), (e1, v1) in zip(paired, paired[1:], strict=False):
+        if e1 >= e0 and (increments or v1 >= v0):
+            units += v1 if increments else v1 - v0
+            seconds += e1 - e0
+    if seconds < CLOCK_MIN_S:
+        return None
+    return units / seconds, seconds

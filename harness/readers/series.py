@@ -1,0 +1,127 @@
+"""One counter's sightings (one name, one slot) turned into units of progress, with the
+evidence of what kind of number the program prints.
+
+A counter is printed either as a **level** (a running total: `env_step=11040`,
+`total_envstep_count: 388`, tqdm's `1032/10000`), which only grows, or as **increments**
+(`envstep_count: 99` for this report alone), small, bounded and up and down. A level is
+never summed: it counts what it grew by since its highest sighting. A level that falls is a
+restart (a bar starting its next epoch) only when it falls to near zero and then grows again
+from there; a fall that is not (a redraw of another bar, the next report of another run
+under the same name, a truncated line) is counted as no progress, and noted. A series
+whose readings drop below the one before (not to near zero) twice without a restart, more
+than twice as often as they reach new highs, is increments: from then on each reading counts in full
+(the feed makes up for the readings before, within the measured window). One that drops as
+often as it reaches new highs is neither (two running totals under one name, taking turns):
+`ambiguous`, and the feed keeps it out of the headline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+NEAR_ZERO = 0.10  # a fall to at most this share of the level (or to <= 1) may be a restart
+DROPS_FOR_A_VERDICT = 2  # drops (not to near zero) before a series is judged increments or ambiguous
+
+SeriesKind = Literal["level", "increments", "ambiguous"]
+
+
+@dataclass
+class Series:
+    """The sightings of one counter in one slot (see harness.readers.protocol.Reading)."""
+
+    name: str
+    slot: str
+    reader: str
+    key: str
+    source: str = "output"
+    sightings: int = 0
+    level: float | None = None  # the highest value of the current run
+    low: float | None = None  # a fall to near zero, a restart once it grows again
+    restarts: int = 0
+    falls: int = 0  # readings under the level that were no restart: not counted
+    drops: int = 0  # readings under the one before, not to near zero
+    highs_after_drop: int = 0  # new highs reached after the first drop
+    previous: float | None = None
+    kind: SeriesKind = "level"
+    grown: bool = False
+    # (phase, value, units counted for it): what an increments verdict recounts
+    history: list[tuple[str, float, float]] = field(default_factory=list)
+
+    def see(self, value: float, phase: str) -> float:
+        """A new reading; the units of progress it adds."""
+        self.sightings += 1
+        units = self._units(value)
+        if len(self.history) < 100_000:
+            self.history.append((phase, value, units))
+        if units > 0:
+            self.grown = True
+        return units
+
+    def _units(self, value: float) -> float:
+        if self.kind == "increments":
+            return max(value, 0.0)
+        previous, self.previous = self.previous, value
+        if self.level is None:  # the first sighting: where the program is, not progress
+            self.level = value
+            return 0.0
+        near_zero = value <= max(NEAR_ZERO * self.level, 1.0)
+        if previous is not None and value < previous and not near_zero:
+            self._dropped()  # down from the last reading, not to zero: evidence of increments
+        if value >= self.level:
+            units = value - self.level
+            self.level = value
+            if self.low is not None:  # it fell and came back: another series or a glitch, not a restart
+                self.low = None
+                self.falls += 1
+            if units > 0 and self.drops:
+                self.highs_after_drop += 1
+            return units
+        if self.low is not None and self.low < value:  # grown again from near zero: a new run
+            self.restarts += 1
+            self.level, self.low = value, None
+            return value
+        if near_zero:
+            self.low = value if self.low is None else min(self.low, value)
+        else:
+            self.falls += 1
+        return 0.0
+
+    def _dropped(self) -> None:
+        self.drops += 1
+        if self.drops < DROPS_FOR_A_VERDICT or self.restarts:
+            return
+        if self.drops > 2 * self.highs_after_drop:  # mostly down and up again, rarely a new high
+            self.kind = "increments"
+        elif self.drops >= DROPS_FOR_A_VERDICT + 1:  # new highs as often as drops: two totals taking turns
+            self.kind = "ambiguous"
+
+    @property
+    def undecided(self) -> bool:
+        """A running total that dropped below an earlier reading, not to zero: no longer
+        plainly a level, not yet judged increments. Its count is not evidence for or
+        against another counter's."""
+        return self.kind == "level" and self.drops > 0
+
+    @property
+    def trusted(self) -> bool:
+        """A plain level (drops aside, restarts allowed) or judged increments."""
+        return self.kind == "increments" or (self.kind == "level" and not self.undecided)
+
+    def recount(self, phases: set[str]) -> float:
+        """Once judged increments: the units the readings taken in `phases` add as increments,
+        less what they were counted as before (so the window's count is as if the verdict had
+        come first)."""
+        return sum(value - counted for phase, value, counted in self.history if phase in phases)
+
+    def describe(self) -> str:
+        """`a level, 412 sightings, 2 restarts` for the record's provenance."""
+        what = {"level": "a level", "increments": "increments per report", "ambiguous": "ambiguous"}[self.kind]
+        notes = [f"{self.sightings} sightings"]
+        if self.restarts:
+            notes.append(f"{self.restarts} restart{'s' if self.restarts > 1 else ''}")
+        if self.falls and self.kind == "level":
+            notes.append(f"{self.falls} fall{'s' if self.falls > 1 else ''} without a restart, not counted")
+        if self.undecided:
+            notes.append(f"dropped {self.drops}x: not yet judged a running total or increments")
+        return f"{what}, {', '.join(notes)}"

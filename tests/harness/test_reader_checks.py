@@ -1,0 +1,164 @@
+"""What a counter's readings add (a running total is never summed), which of a name's
+reports is counted, and the checks that keep a misread counter out of the headline.
+
+Each case is the shape of a real program's output (tests/corpus/ holds the captures)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.readers import Feed, line_readers
+from harness.readers.sentences import Sentences
+from harness.readers.series import Series
+from harness.readers.words import family, kind_of, rank, rate_unit, unit_of
+from tests.harness.test_readers import FakeProbe
+
+TIANSHOU = (
+    "Epoch #1:   1%|1         | {n}/10000 [00:{s:02d}<06:00, 27.36it/s, env_episode={ep}, env_step={step}, "
+    "n_ep=0, n_st=10, update_step={upd}]\x1b[A"
+)
+
+
+def feed_at(lines: list[tuple[float, str]], **kwargs) -> tuple[FakeProbe, Feed]:
+    probe, t = FakeProbe(), [0.0]
+    feed = Feed(probe, line_readers(), clock=lambda: t[0], **kwargs)
+    for when, text in lines:
+        t[0] = when
+        feed.line(text)
+    feed.finish()
+    return probe, feed
+
+
+def test_a_comma_ends_a_count():
+    """tianshou's postfix: `env_episode=10, env_step=130` read env_step as 10 too (the 10 and its
+    comma, then the next word), so env_step jumped between 10 and 130."""
+    line = TIANSHOU.format(n=140, s=4, ep=10, step=130, upd=13)
+    readings = [(r.name, r.value) for r in Sentences().read(line) if r.kind == "counter"]
+    assert ("env_step", 10.0) not in readings and ("update_step", 10.0) not in readings
+    assert ("env_step", 130.0) in readings and ("update_step", 13.0) in readings
+
+
+def test_a_number_inside_a_name_is_no_count():
+    """DI-engine: `learner save ckpt in ./ckpt/iteration_40.pth.tar` is a file, not 40 iterations."""
+    assert Sentences().read("learner save ckpt in ./cartpole/ckpt/iteration_40.pth.tar") == []
+    assert [r.value for r in Sentences().read("=== Training Iteration 100 Result ===")] == [100.0]
+
+
+def test_counter_words_and_units():
+    assert kind_of("total_envstep_count") == kind_of("episode_count") == kind_of("env_step") == "counter"
+    assert kind_of("avg_envstep_per_sec") == "rate" and kind_of("n_st") == kind_of("total_loss") == "value"
+    assert unit_of("total_envstep_count") == unit_of("env_step") == "steps"
+    assert unit_of("update_step") == unit_of("train_iter") == "updates"  # a learner's steps are not the env's
+    assert family("total_timesteps") == family("env_step") == "steps"
+    assert rate_unit("printed_avg_envstep_per_sec") == "steps" and rate_unit("printed_it_per_s") == "iterations"
+    assert rank("env_step") < rank("update_step") < rank("total_episode_count")
+
+
+def test_a_running_total_is_never_summed():
+    """A level that dips (a line from another report, a glitch) counts only its growth: the old
+    feed took every fall for a restart and counted the new value in full."""
+    series = Series("env_step", "", "pairs", "env_step")
+    added = [series.see(v, "measure") for v in (100, 200, 150, 300, 290, 400)]
+    assert sum(added) == 300 and series.kind == "level" and series.falls == 2
+    assert series.undecided  # it dropped twice: kept out of the headline while another counter is sure
+
+
+def test_a_restart_is_a_fall_to_near_zero_that_grows_again():
+    series = Series("iterations", "bar", "progress_bar", "it")
+    added = [series.see(v, "measure") for v in (100, 200, 200, 0, 0, 50, 150)]
+    assert sum(added) == 100 + 150 and series.restarts == 1  # the redraws at 200 and 0 add nothing
+    back = Series("iterations", "bar", "progress_bar", "it")
+    assert sum(back.see(v, "measure") for v in (100, 200, 3, 210)) == 110  # fell and came back: no restart
+    assert back.restarts == 0
+
+
+def test_increments_are_summed_once_the_evidence_says_so():
+    """DI-engine's `envstep_count: 99` is this collection's steps: up and down, bounded."""
+    probe, t = FakeProbe(), [0.0]
+    feed = Feed(probe, line_readers(), clock=lambda: t[0])
+    for i, n in enumerate((99, 215, 106, 160, 130, 170)):
+        t[0] = float(i)
+        feed.line(f"                          envstep_count: {n}")
+    series = feed.series_of("envstep_count")
+    assert series.kind == "increments"
+    # every report counts, the first too (its steps were collected before it); once judged,
+    # the readings before count as increments
+    assert probe.counts["envstep_count"] == 99 + 215 + 106 + 160 + 130 + 170
+
+
+def test_two_running_totals_taking_turns_are_kept_out_of_the_headline():
+    probe, _ = feed_at([(float(i), f"steps={1000 + 10 * i if i % 2 else 800 + 10 * i}") for i in range(12)])
+    assert probe.declared == ["steps"]  # the only counter, so still named, but
+    assert "two running totals" in probe.values["progress_set_aside"]
+    assert probe.values["headline_check"] == "failed"
+
+
+def test_two_bars_sharing_a_key_are_two_series():
+    """An outer epoch bar (2/10) and the inner batch bar (1032/10000), both counting `it`,
+    redrawn in turns: the old feed summed both as restarts of one counter."""
+    lines = []
+    for i in range(40):
+        lines.append((i * 0.5, f"Training:  20%|##  | 2/10 [00:{i // 2:02d}<00:40, 0.10it/s]"))
+        lines.append((i * 0.5 + 0.01, f"Epoch 2:  10%|#   | {1000 + 50 * i}/10000 [00:{i // 2:02d}<01:30, 100.00it/s]"))
+    probe, feed = feed_at(lines)
+    assert probe.counts["iterations"] == 50 * 39  # the inner bar's growth alone
+    assert probe.values["iterations_per_s"] == pytest.approx(100, rel=0.01)
+    assert "1 other report of it not counted" in probe.values["headline_provenance"]
+
+
+def test_a_warning_line_is_not_a_progress_report():
+    """DI-engine warns `current buffer is 8 while sample is 64`; a replay buffer's warning once
+    gave the headline ("64 transitions")."""
+    probe, feed = feed_at(
+        [
+            (0.0, "[11-25 16:16:50] WARNING  Replay buffer holds 64 transitions, sample is 64   deque_buffer.py:160"),
+            (1.0, "UserWarning: only 128 transitions collected"),
+            (2.0, "W1125 16:16:50.1 x.py:3] 256 transitions dropped"),
+            (3.0, "[11-25 16:16:52] WARNING  Replay buffer holds 512 transitions   deque_buffer.py:160"),
+        ]
+    )
+    assert probe.counts == {} and feed.lines_not_progress == 4
+
+
+def test_a_counter_read_faster_than_its_printed_rate_is_set_aside():
+    """The issue's case: a counter counted at 1,600x the program's own rate of the same thing
+    must not be the headline, and the record says why."""
+    lines = []
+    for i in range(30):
+        t = float(i)
+        # frames misread at 10x; steps right; the program prints its own frame rate, 100 fps
+        lines.append((t, f"frames={1000 * i} steps={100 * i} fps=100"))
+    probe, feed = feed_at(lines)
+    assert probe.declared[-1] == "steps"  # frames are finer, but read 10x too fast
+    assert "frames: read faster than printed fps" in probe.values["progress_set_aside"]
+    assert any("frames grew at 1000/s" in w and "not the headline" in w for w in probe.warnings)
+    assert probe.values["headline_check"] == "passed"  # steps agree with the unitless fps
+
+
+def test_a_counter_read_slower_than_a_printed_rate_keeps_its_place_with_a_warning():
+    """DI-engine's avg_envstep_per_sec is over the collection phase alone: 35x the wall rate."""
+    lines = [(float(i), f"total_envstep_count: {160 * i}  avg_envstep_per_sec: 528.3") for i in range(20)]
+    probe, feed = feed_at(lines)
+    assert probe.declared[-1] == "total_envstep_count" and probe.values["headline_check"] == "warned"
+    assert any("over part of the time" in w and "528.3" in w for w in probe.warnings)
+
+
+def test_the_programs_clock_checks_the_harnesss():
+    """tqdm's elapsed beside its count: lines that reach the harness in bursts (a buffered pipe)
+    make its rate disagree with the program's own clock."""
+    steady = [(i * 0.5, f"{100 * i}/9999 [00:{i // 2:02d}<01:00, 200.00it/s]") for i in range(60)]
+    probe, feed = feed_at(steady)
+    (clock,) = [c for c in feed.checks["iterations"] if "clock" in c.source]
+    assert clock.outcome == "agrees" and probe.values["headline_check"] == "passed"
+    bursts = [(float(i // 10 * 5), text) for i, (_, text) in enumerate(steady)]  # 10 lines at once, every 5 s
+    probe, feed = feed_at(bursts)
+    assert any("clock" in c.source for c in feed.checks["iterations"])
+
+
+def test_each_counted_rate_carries_its_provenance():
+    lines = [(i * 0.5, TIANSHOU.format(n=10 * i, s=i // 2, ep=i, step=10 * i, upd=i)) for i in range(1, 60)]
+    probe, feed = feed_at(lines)
+    provenance = probe.values["headline_provenance"]
+    assert probe.declared[-1] == "env_step"
+    assert provenance.startswith("env_step_per_s 20/s from `env_step` (sentences), a level, ")
+    assert "checks:" in provenance and "update_step_per_s" in probe.values["progress_provenance"]
