@@ -51,19 +51,8 @@ _HOW_MANY = {"total", "count", "counts", "num", "number", "n", "cumulative", "cu
 # Unit words that also end compound words (`envstep`, `agentsteps`, `trainsamples`)
 _COMPOUND_ENDINGS = ("steps", "step", "frames", "frame", "samples", "sample", "episodes", "episode", "transitions")
 # A learner's steps or iterations are updates, not environment steps: `update_step`, `train_iter`
-_LEARNER_WORDS = {
-    "update",
-    "updates",
-    "train",
-    "training",
-    "gradient",
-    "grad",
-    "learn",
-    "learner",
-    "optim",
-    "optimizer",
-    "sgd",
-}
+_LEARNER_WORDS = set("update updates train training gradient grad learn learner optim optimizer sgd".split())
+_LEARNER_COUNTS = set("steps iterations".split())  # what a learner word before them makes updates
 # A program's own clock: `time_elapsed`, `elapsed`, `elapsed_time_s` (seconds)
 _CLOCK_WORDS = {"time", "elapsed", "s", "sec", "secs", "seconds", "total", "wall"}
 _RATE_FORMS = re.compile(r"(^|_)(per_s|per_sec|per_second|per_min|per_minute|it_s|s_it)$")
@@ -165,8 +154,8 @@ def unit_of(counter: str) -> str:
     `steps`, `update_step` -> `updates`), to pair it with a rate and rank it."""
     tokens = counter.split("_")
     unit = _unit_word(tokens) or _PLURAL.get(tokens[-1], tokens[-1])
-    if unit in ("steps", "iterations") and _LEARNER_WORDS & set(tokens[:-1]):
-        return "updates"
+    if unit in _LEARNER_COUNTS and _LEARNER_WORDS & set(tokens[:-1]):
+        return _PLURAL["update"]
     return unit
 
 
