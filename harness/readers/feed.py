@@ -300,7 +300,9 @@ class Feed:
         per reader, plus the files read: why a rate is, or is not, there."""
         parts = []
         for reader, seen in sorted(self.by_reader.items()):
-            items = [f"{key} x{n}" for key, n in sorted(seen.items()) if not key.startswith("value ")]
+            order = {"counter": 0, "rate": 1, "clock": 2}  # what the rate comes from first
+            kept = [key for key in seen if not key.startswith("value ")]
+            items = [f"{key} x{seen[key]}" for key in sorted(kept, key=lambda k: (order.get(k.split()[0], 3), k))]
             values = sorted(key.removeprefix("value ") for key in seen if key.startswith("value "))
             if values:
                 shown = ", ".join(values[:SHOWN_VALUES]) + (", ..." if len(values) > SHOWN_VALUES else "")

@@ -20,6 +20,7 @@ from harness.model.registry import vocabulary_of
 from harness.report import evidence, figures, where
 from harness.report.html_page import Charts, Raw, esc, fmt, page, table
 from harness.report.markdown import run_end
+from harness.runs import provenance
 from harness.runs.files import write_atomic
 from harness.runs.record import Record, number
 from harness.runs.view import RunView, SuiteView, varying_params
@@ -178,12 +179,20 @@ def cells_table(records: list[Record], rate: str | None) -> str:
                 ),
                 status,
                 rec.reason or "",
-                *(rec.metrics.get(m) for m in metrics),
+                *(_rate_cell(rec, m) if m == rate else rec.metrics.get(m) for m in metrics),
                 "; ".join(str(w) for w in rec.warnings),
             ]
         )
         attrs.append(f' class="status-{esc(status.replace(" ", "-"))}"')
     return table(headers, rows, attrs)
+
+
+def _rate_cell(rec: Record, metric: str) -> Any:
+    """The headline's value, with a note where the cell's headline failed its checks."""
+    value = rec.metrics.get(metric)
+    if not provenance.cell_failed([rec]) or number(value) is None:
+        return value
+    return Raw(f'{esc(fmt(value))} <span class="warn">({esc(provenance.FAILED_NOTE)})</span>')
 
 
 def suite_section(
@@ -269,6 +278,8 @@ def suite_section(
         parts.append('<p class="note">No CPU samples.</p>')
 
     parts.append("<h3>Cells</h3>")
+    if view and view.provenance:
+        parts.append(f'<p class="note">headline {esc(view.provenance)}</p>')
     for warning in view.spread_warnings if view else []:
         parts.append(f'<p class="note warn">warning: {esc(warning)}</p>')
     parts.append(cells_table(records, rate))

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.report import evidence
+from harness.runs import provenance
 from harness.runs.results import param_columns
 from harness.runs.view import RunView
 
@@ -46,6 +47,7 @@ def render(view: RunView, console: Console | None = None) -> None:
             table.add_column(col)
         for metric in metrics:
             table.add_column(f"{metric}\nmedian [min-max]" if group["repeats"].max() > 1 else metric, justify="right")
+        failed = {c.id for c in words.cells if provenance.cell_failed(c.records)}
         for _, row in group.iterrows():
             cells = [_fmt(row["id"]), *(_fmt(row[p]) for p in params)]
             status = row["status"] if row["status"] == "ok" else f"[red]{row['status']}[/red]: {_fmt(row['reason'])}"
@@ -55,9 +57,13 @@ def render(view: RunView, console: Console | None = None) -> None:
                 text = _fmt(median)
                 if row["repeats"] > 1 and not pd.isna(median):
                     text += f" [{_fmt(row[f'{metric}_min'])}-{_fmt(row[f'{metric}_max'])}]"
+                if metric == words.rate and row["id"] in failed:
+                    text += f" [red]({provenance.FAILED_NOTE})[/red]"
                 cells.append(text)
             table.add_row(*cells)
         console.print(table)
+        if words.provenance:
+            console.print(f"[dim]headline[/dim] {escape(words.provenance)}", highlight=False)
         for warning in words.spread_warnings:
             console.print(f"[yellow]warning[/yellow]: {escape(warning)}", highlight=False)
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from harness.model.registry import vocabulary_of
 from harness.model.stats import spread_pct
 from harness.model.workshare import usable_cores
+from harness.runs import provenance
 from harness.runs.record import CellGroup, Record, declared_headline, group_by_cell, incomparable_rates
 
 if TYPE_CHECKING:
@@ -102,6 +103,11 @@ class SuiteView:
     @cached_property
     def spread_warnings(self) -> list[str]:
         return spread_warnings(self.cells, self.rate)
+
+    @cached_property
+    def provenance(self) -> str | None:
+        """Where the headline came from and how its checks went (harness.runs.provenance)."""
+        return provenance.line(self.rate, self.records)
 
 
 @dataclass

@@ -162,3 +162,36 @@ def test_each_counted_rate_carries_its_provenance():
     assert probe.declared[-1] == "env_step"
     assert provenance.startswith("env_step_per_s 20/s from `env_step` (sentences), a level, ")
     assert "checks:" in provenance and "update_step_per_s" in probe.values["progress_provenance"]
+
+
+def test_the_report_shows_the_headlines_provenance_and_a_failed_check(tmp_path):
+    """One line under the table (terminal and report.html); a cell whose headline failed its
+    checks says so beside its rate."""
+    import io
+
+    from rich.console import Console
+
+    from harness.report.html import render_run
+    from harness.report.terminal import render
+    from harness.runs.view import build_view
+    from tests.records import make_record
+
+    said = "env_step_per_s 26.1/s from `env_step` (sentences), a level, 97 sightings; checks: ..."
+    records = [
+        make_record(
+            f"c{w}",
+            {"env_step_per_s": 26.0 * w, "headline_rate": "env_step_per_s", "headline_provenance": said,
+             "headline_check": "failed" if w == 4 else "passed", "progress_set_aside": "env_step: read faster than"},
+            {"argv": "python train.py {workers}", "workers": w},
+            suite="command",
+        )
+        for w in (1, 2, 4)
+    ]  # fmt: skip
+    view = build_view(records)
+    out = io.StringIO()
+    render(view, Console(file=out, width=400))
+    text = out.getvalue()
+    assert "headline env_step_per_s: from `env_step` (sentences), a level; its checks passed in 2 cells" in text
+    assert "failed in 1 cell" in text and "104 (check failed)" in text and "52 (check failed)" not in text
+    page = render_run(tmp_path, view)
+    assert "its checks passed in 2 cells, failed in 1 cell" in page and "(check failed)</span>" in page

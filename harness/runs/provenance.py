@@ -1,0 +1,48 @@
+"""Where a run's headline came from, in one line, and which cells' headlines failed a check.
+
+A program's headline is a counter the harness found in its output (harness.readers). Each
+cell's record carries that counter's provenance (`headline_provenance`: the key, the reader,
+what kind of number it is, how it was checked) and the verdict of its checks
+(`headline_check`: passed, warned, unchecked, or failed when no counter passed and the
+headline is the finest one left). The terminal and the HTML report print `line()` under a
+suite's table and `FAILED_NOTE` beside a failed cell's rate, so a number the harness is not
+sure of never stands alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+from harness.runs.record import Record
+
+FAILED = "failed"
+FAILED_NOTE = "check failed"
+_SOURCE = re.compile(r"from (`[^`]*` \([^)]*\)), (a level|increments per report|ambiguous)")
+_ORDER = ("passed", "warned", "unchecked", FAILED)
+
+
+def cell_failed(records: Iterable[Record]) -> bool:
+    """True when an ok repeat's headline failed its checks (every counter was set aside)."""
+    return any(r.ok and r.metrics.get("headline_check") == FAILED for r in records)
+
+
+def line(rate: str | None, records: Iterable[Record]) -> str | None:
+    """`env_step_per_s: the program's `env_step` (sentences), a level; checks passed in 2
+    cells, warned in 1` (None when the headline was not read from a program's output)."""
+    ok = [r for r in records if r.ok and r.metrics.get("headline_provenance")]
+    if rate is None or not ok:
+        return None
+    sources = Counter()
+    for rec in ok:
+        found = _SOURCE.search(str(rec.metrics["headline_provenance"]))
+        sources[f"{found[1]}, {found[2]}" if found else "the program's output"] += 1
+    verdicts = Counter(str(r.metrics.get("headline_check", "unchecked")) for r in ok)
+    said = ", ".join(f"{v} in {verdicts[v]} cell{'s' if verdicts[v] > 1 else ''}" for v in _ORDER if verdicts[v])
+    text = f"{rate}: from {'; '.join(sources)}; its checks {said}"
+    failed = [r for r in ok if r.metrics.get("headline_check") == FAILED]
+    if failed:
+        why = str(failed[0].metrics.get("progress_set_aside") or failed[0].metrics["headline_provenance"])
+        text += f" (no counter passed in {failed[0].label}: {why})"
+    return text
