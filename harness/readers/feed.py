@@ -47,6 +47,8 @@ _NOT_PROGRESS = re.compile(
     r"|^\s*(?i:warning|error)\s*:|^Traceback \(most recent"
 )
 
+_CONTINUED = re.compile(r"^\s{4,}\S")  # an indented line: the record above it goes on
+
 
 class Feed:
     def __init__(
@@ -66,6 +68,7 @@ class Feed:
         self.lines_read = 0
         self.lines_recognised = 0
         self.lines_not_progress = 0
+        self._in_warning = False  # the last line was a warning: its indented lines go with it
         self.by_reader: dict[str, Counter[str]] = defaultdict(Counter)  # reader -> "kind name" -> readings
         self._series: dict[tuple[str, str], Series] = {}  # (name, source:slot) -> its readings
         self._counted_slot: dict[str, str] = {}  # counter -> the slot it is counted from
@@ -83,9 +86,13 @@ class Feed:
         self.lines_read += 1
         if "\x1b" in text:
             text = _ANSI.sub("", text)
-        if _NOT_PROGRESS.search(text):
+        if _NOT_PROGRESS.search(text) or (self._in_warning and _CONTINUED.match(text)):
+            # a warning's indented continuation lines are the warning too (LightZero's "number
+            # of transitions: 141" under "WARNING The data in replay_buffer is not sufficient")
+            self._in_warning = True
             self.lines_not_progress += 1
             return False
+        self._in_warning = False
         taken: list[tuple[str, Reading]] = []
         for reader in self.line_readers:
             fresh: list[Reading] = []

@@ -115,9 +115,15 @@ def test_a_warning_line_is_not_a_progress_report():
             (1.0, "UserWarning: only 128 transitions collected"),
             (2.0, "W1125 16:16:50.1 x.py:3] 256 transitions dropped"),
             (3.0, "[11-25 16:16:52] WARNING  Replay buffer holds 512 transitions   deque_buffer.py:160"),
+            (4.0, "[11-25 16:56:39] WARNING  The data in replay_buffer is not sufficient:   train_muzero.py:204"),
+            (4.0, "                          num of game segments: 8, number of transitions: 141 continue"),
+            (5.0, "[11-25 16:56:40] INFO     collect end:"),
+            (5.0, "                          total_envstep_count: 224"),
+            (6.0, "[11-25 16:56:41] INFO     collect end:"),
+            (6.0, "                          total_envstep_count: 324"),
         ]
     )
-    assert probe.counts == {} and feed.lines_not_progress == 4
+    assert probe.counts == {"total_envstep_count": 100} and feed.lines_not_progress == 6
 
 
 def test_a_counter_read_faster_than_its_printed_rate_is_set_aside():
