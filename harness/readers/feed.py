@@ -35,7 +35,7 @@ from typing import Any
 
 from harness.readers.checks import SET_ASIDE, Check, Sighting, clock_rate, paired_printed, printed_median
 from harness.readers.protocol import FileReader, LineReader, Reading
-from harness.readers.series import Series
+from harness.readers.series import SWITCH_AFTER, Series
 from harness.readers.words import family, is_clock, rank
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours and cursor moves of loggers and bars
@@ -159,7 +159,7 @@ class Feed:
                 reading.name, slot, reader, reading.key or reading.name, source
             )
         was = series.kind
-        units = series.see(reading.value, phase)
+        units = series.see(reading.value, phase, now)
         if was != "increments" and series.kind == "increments":
             # from now on each report counts in full; the window's earlier reports too
             units += series.recount({"measure"} if phase == "measure" else {"warmup", "measure", "stopped"})
@@ -173,7 +173,13 @@ class Feed:
                 self.probe.phase("warmup")  # the program's start-up (imports, envs) is not its warm-up
                 phase = self.probe.current_phase
         if counted_slot != slot:
-            return
+            counted = self._series[(reading.name, counted_slot)]
+            if not counted.grew_at or series.grew_since(counted.grew_at[-1]) < SWITCH_AFTER:
+                return
+            # this report keeps growing, the counted one has not: it is the program's progress
+            # (Sample Factory's "Decorrelating experience for 32 frames" grew first, then never)
+            self._counted_slot[reading.name] = slot
+            self._counted[reading.name] = []  # its rate is this report's alone
         self._totals[reading.name] += units
         self._counted[reading.name].append(Sighting(now, reading.value, self._totals[reading.name], phase))
         if units:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 NEAR_ZERO = 0.10  # a fall to at most this share of the level (or to <= 1) may be a restart
+SWITCH_AFTER = 2  # another report of the name grew this often since the counted one last did: count it
 DROPS_FOR_A_VERDICT = 2  # drops (not to near zero) before a series is judged increments or ambiguous
 
 SeriesKind = Literal["level", "increments", "ambiguous"]
@@ -45,18 +46,27 @@ class Series:
     previous: float | None = None
     kind: SeriesKind = "level"
     grown: bool = False
+    growths: int = 0  # readings that added units
+    grew_at: list[float] = field(default_factory=list)  # when its last growths were
     # (phase, value, units counted for it): what an increments verdict recounts
     history: list[tuple[str, float, float]] = field(default_factory=list)
 
-    def see(self, value: float, phase: str) -> float:
-        """A new reading; the units of progress it adds."""
+    def see(self, value: float, phase: str, t: float = 0.0) -> float:
+        """A new reading at time `t`; the units of progress it adds."""
         self.sightings += 1
         units = self._units(value)
         if len(self.history) < 100_000:
             self.history.append((phase, value, units))
         if units > 0:
             self.grown = True
+            self.growths += 1
+            self.grew_at.append(t)
+            del self.grew_at[:-SWITCH_AFTER]
         return units
+
+    def grew_since(self, t: float) -> int:
+        """How many of its last SWITCH_AFTER growths came after `t`."""
+        return sum(1 for when in self.grew_at if when > t)
 
     def _units(self, value: float) -> float:
         if self.kind == "increments":

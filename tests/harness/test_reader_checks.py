@@ -201,3 +201,20 @@ def test_the_report_shows_the_headlines_provenance_and_a_failed_check(tmp_path):
     assert "failed in 1 cell" in text and "104 (check failed)" in text and "52 (check failed)" not in text
     page = render_run(tmp_path, view)
     assert "its checks passed in 2 cells, failed in 1 cell" in page and "(check failed)</span>" in page
+
+
+def test_the_report_that_keeps_growing_is_counted():
+    """Sample Factory prints `Decorrelating experience for 32 frames` before its first `Total num
+    frames: 1024.`: the first report of `frames` to grow is not its progress."""
+    lines = [
+        (0.0, "[12971] Decorrelating experience for 0 frames..."),
+        (0.1, "[12971] Decorrelating experience for 32 frames..."),
+    ]
+    lines += [
+        (1.0 + i, f"[11403] Fps is (10 sec: 204.5). Total num frames: {1024 * i}. Samples: {1600 * i}.")
+        for i in range(30)
+    ]
+    probe, feed = feed_at(lines)
+    assert probe.declared[-1] == "frames"
+    assert probe.values["frames_per_s"] == pytest.approx(1024, rel=0.01)
+    assert "1 other report of it not counted" in probe.values["headline_provenance"]
