@@ -113,10 +113,23 @@ def clock_rate(
         if abs(times[near] - s.t) <= SAME_REPORT_S:
             paired.append((clocks[near][1], s.value))
     units = seconds = 0.0
+    stretch = [0.0, 0.0]  # units, seconds of the stretch so far
     for (e0, v0), (e1, v1) in zip(paired, paired[1:], strict=False):
         if e1 >= e0 and (increments or v1 >= v0):
-            units += v1 if increments else v1 - v0
-            seconds += e1 - e0
+            stretch[0] += v1 if increments else v1 - v0
+            stretch[1] += e1 - e0
+            continue
+        units, seconds = _close(stretch, units, seconds)
+        stretch = [0.0, 0.0]
+    units, seconds = _close(stretch, units, seconds)
     if seconds < CLOCK_MIN_S:
         return None
     return units / seconds, seconds
+
+
+def _close(stretch: list[float], units: float, seconds: float) -> tuple[float, float]:
+    """A stretch counts only if its clock spans CLOCK_MIN_S: tqdm prints whole seconds, so a
+    bar of 1.9 s reads as 1 s, and many short bars (an epoch a second) would read twice as fast."""
+    if stretch[1] >= CLOCK_MIN_S:
+        return units + stretch[0], seconds + stretch[1]
+    return units, seconds

@@ -218,3 +218,15 @@ def test_the_report_that_keeps_growing_is_counted():
     assert probe.declared[-1] == "frames"
     assert probe.values["frames_per_s"] == pytest.approx(1024, rel=0.01)
     assert "1 other report of it not counted" in probe.values["headline_provenance"]
+
+
+def test_short_bars_do_not_read_the_programs_clock():
+    """Lightning's epoch bars last about a second and print whole seconds (`[00:00<00:00`): summed,
+    their clock read half the time that passed and the check called the harness 0.52x."""
+    lines, t = [], 0.0
+    for epoch in range(40):
+        for n in range(0, 33, 4):
+            lines.append((t, f"Epoch {epoch}: {n}/32 [00:0{int(n / 32 * 1.5)}<00:00, 21.33it/s, v_num=0]"))
+            t += 1.5 / 8
+    probe, feed = feed_at(lines)
+    assert not any("clock" in c.source for c in feed.checks["iterations"])
