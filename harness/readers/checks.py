@@ -13,9 +13,11 @@ cell, against what else the program said about the same progress:
   steps).
 
 Within 10 %: agreed. Beyond: a warning naming both figures. A counter read more than 2x
-*faster* than another source of the same thing is set aside from the headline: a counter
-cannot progress faster than the program's own measure of it, and reading it too fast is
-how a reader fails (a running total summed, two series mixed). Read more than 2x *slower*,
+*faster* than another source of the same thing, and agreeing with none, is set aside from
+the headline: a counter cannot progress faster than the program's own measure of it, and
+reading it too fast is how a reader fails (a running total summed, two series mixed). One
+source that agrees (the program's own numbers and clock above all) outweighs a printed
+rate averaged since the start, which lags a program that sped up. Read more than 2x *slower*,
 the counter keeps its place with the warning: a printed rate may cover only part of the
 time (DI-engine's `avg_envstep_per_sec` is over the collection phase alone), and the
 harness's rate is over the whole window.

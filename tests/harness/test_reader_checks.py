@@ -230,3 +230,19 @@ def test_short_bars_do_not_read_the_programs_clock():
             t += 1.5 / 8
     probe, feed = feed_at(lines)
     assert not any("clock" in c.source for c in feed.checks["iterations"])
+
+
+def test_a_lagging_average_does_not_set_aside_a_counter_its_clock_agrees_with():
+    """Stable-Baselines3's `fps` is total_timesteps / time_elapsed since the start: after a slow
+    start it lags the counter by 2x and more, while time_elapsed itself agrees with it."""
+    lines = []
+    for i in range(1, 40):
+        steps = 1000 * i if i > 5 else 100 * i  # a slow start, then 1000 steps/s
+        elapsed = i
+        lines.append((float(i), f"|    fps             | {steps // max(elapsed, 1) // 3} |"))
+        lines.append((float(i), f"|    time_elapsed    | {elapsed} |"))
+        lines.append((float(i), f"|    total_timesteps | {steps} |"))
+    probe, feed = feed_at(lines)
+    outcomes = {c.source.split(" ")[0]: c.outcome for c in feed.checks["total_timesteps"]}
+    assert outcomes == {"printed": "set aside", "growth": "agrees"}
+    assert probe.declared[-1] == "total_timesteps" and "progress_set_aside" not in probe.values
