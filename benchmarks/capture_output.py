@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -92,6 +93,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", type=Path)
     parser.add_argument("--seconds", type=float, default=40.0, help="run the program this long")
+    parser.add_argument("--tee", action="store_true", help="pass its output on too (inside a harness cell)")
     parser.add_argument("--slice", nargs=2, type=float, metavar=("FROM", "TO"))
     parser.add_argument("--show", action="store_true")
     parser.add_argument("--scrub", nargs="+", metavar="OLD=NEW", help="replace machine paths in the capture")
@@ -115,8 +117,10 @@ def main() -> None:
     else:
         if not argv:
             parser.error("the program to run goes after --")
-        code = capture.record(argv, args.path, args.seconds)
-        print(f"exit {code}; {args.path} {args.path.stat().st_size / 1024:.1f} KB")
+        # a harness cell ends us with SIGTERM: end the program and close the capture cleanly
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        code = capture.record(argv, args.path, args.seconds, tee=args.tee)
+        print(f"exit {code}; {args.path} {args.path.stat().st_size / 1024:.1f} KB", file=sys.stderr)
 
 
 if __name__ == "__main__":

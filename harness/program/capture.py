@@ -45,9 +45,14 @@ def _open(path: Path, mode: str) -> IO[str]:
     return open(path, mode, encoding="utf-8")  # noqa: SIM115 - the caller closes it
 
 
-def record(argv: list[str], path: Path, seconds: float, grace_s: float = 5.0) -> int | None:
+def record(argv: list[str], path: Path, seconds: float, grace_s: float = 5.0, tee: bool = False) -> int | None:
     """Run `argv` for `seconds` (then SIGTERM to its tree, SIGKILL after `grace_s`), writing
-    every chunk of its output to `path` as it arrives. Returns its exit code (None: killed)."""
+    every chunk of its output to `path` as it arrives; `tee` passes each chunk on to our own
+    stdout or stderr as well (to stand between a harness cell and the program, and keep the
+    times its lines arrived). Returns its exit code (None: killed)."""
+    import sys
+
+    passed_on = {"out": sys.stdout.buffer, "err": sys.stderr.buffer}
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=child_env()
     )
@@ -74,6 +79,9 @@ def record(argv: list[str], path: Path, seconds: float, grace_s: float = 5.0) ->
                     if not data:
                         selector.unregister(key.fileobj)
                         continue
+                    if tee:
+                        passed_on[key.data].write(data)
+                        passed_on[key.data].flush()
                     text = decoders[key.data].decode(data)
                     if text:
                         out.write(
