@@ -30,6 +30,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Literal
 
+from harness.readers.series import Sighting
 from harness.readers.words import family, rate_unit, unit_of
 
 AGREE = 0.10  # |ratio - 1| within this: the two agree
@@ -58,17 +59,6 @@ class Check:
 
     def describe(self) -> str:
         return f"{self.source} {self.other:.4g}/s: {self.ratio:.2f}x, {self.outcome}"
-
-
-@dataclass(frozen=True)
-class Sighting:
-    """A reading of a counter's counted slot: when, the number the program printed, and the
-    counted total just after it."""
-
-    t: float
-    value: float
-    total: float
-    phase: str
 
 
 def printed_median(points: list[tuple[float, float, str, str]]) -> float:

@@ -31,11 +31,12 @@ import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from harness.readers.checks import SET_ASIDE, Check, Sighting, clock_rate, paired_printed, printed_median
+from harness.readers.checks import SET_ASIDE, Check, clock_rate, paired_printed, printed_median
 from harness.readers.protocol import FileReader, LineReader, Reading
-from harness.readers.series import SWITCH_AFTER, Series
+from harness.readers.series import STALE_S, SWITCH_AFTER, Series
 from harness.readers.words import family, is_clock, rank
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours and cursor moves of loggers and bars
@@ -74,8 +75,6 @@ class Feed:
         self._counted_slot: dict[str, str] = {}  # counter -> the slot it is counted from
         self._grown: list[str] = []  # counters seen to grow, in the order they did
         self._values_seen: set[str] = set()
-        self._counted: dict[str, list[Sighting]] = defaultdict(list)
-        self._totals: dict[str, float] = defaultdict(float)
         self._printed: dict[str, list[tuple[float, float, str, str]]] = defaultdict(list)  # (t, value, phase, slot)
         self._clocks: list[tuple[float, float]] = []  # (t, the program's elapsed seconds)
         self.checks: dict[str, list[Check]] = {}
@@ -158,11 +157,7 @@ class Feed:
             series = self._series[(reading.name, slot)] = Series(
                 reading.name, slot, reader, reading.key or reading.name, source
             )
-        was = series.kind
         units = series.see(reading.value, phase, now)
-        if was != "increments" and series.kind == "increments":
-            # from now on each report counts in full; the window's earlier reports too
-            units += series.recount({"measure"} if phase == "measure" else {"warmup", "measure", "stopped"})
         counted_slot = self._counted_slot.get(reading.name)
         if counted_slot is None:
             if units <= 0:
@@ -171,17 +166,17 @@ class Feed:
             self._grown.append(reading.name)
             if len(self._grown) == 1 and self.probe.current_phase != "stopped":
                 self.probe.phase("warmup")  # the program's start-up (imports, envs) is not its warm-up
-                phase = self.probe.current_phase
+                series.points[-1] = replace(series.points[-1], phase=self.probe.current_phase)
         if counted_slot != slot:
             counted = self._series[(reading.name, counted_slot)]
-            if not counted.grew_at or series.grew_since(counted.grew_at[-1]) < SWITCH_AFTER:
+            stale = now - counted.grew_at[-1] >= STALE_S
+            if not stale or series.growths <= counted.growths or series.grew_since(counted.grew_at[-1]) < SWITCH_AFTER:
                 return
-            # this report keeps growing, the counted one has not: it is the program's progress
-            # (Sample Factory's "Decorrelating experience for 32 frames" grew first, then never)
+            # the counted report stopped growing long ago and this one has grown more: this is
+            # the program's progress (Sample Factory's "Decorrelating experience for 32 frames",
+            # Lightning's sanity-check bar, grew first). A validation bar that grows while the
+            # training bar waits a moment is not the training
             self._counted_slot[reading.name] = slot
-            self._counted[reading.name] = []  # its rate is this report's alone
-        self._totals[reading.name] += units
-        self._counted[reading.name].append(Sighting(now, reading.value, self._totals[reading.name], phase))
         if units:
             self.probe.count(reading.name, units)
         self._choose_headline()
@@ -211,7 +206,7 @@ class Feed:
         medians = {name: printed_median(points) for name, points in self._printed.items()}
         for name, printed in sorted(medians.items()):
             self.probe.set(name, printed)
-        rates = {name: rate for name in self._grown if (rate := self._window_rate(name)) is not None}
+        rates = {name: rate for name in self._grown if (rate := self.series_of(name).window_rate()) is not None}
         # a series not yet known as a running total or increments is set aside unchecked
         self.checks = {name: self._checks(name, rates, medians) for name in rates if self.series_of(name).trusted}
         for name, printed in sorted(medians.items()):
@@ -255,7 +250,8 @@ class Feed:
                 same = " (same report)" if any(s == slot.split(":", 1)[1] for *_, s in self._printed[printed]) else ""
                 label = f"printed {printed.removeprefix('printed_')}{same}"
                 checks.append(Check(label, medians[printed], rates[name] / medians[printed]))
-        by_clock = clock_rate(self._counted[name], self._clocks, self.series_of(name).kind == "increments")
+        series = self.series_of(name)
+        by_clock = clock_rate(series.points, self._clocks, series.kind == "increments")
         if by_clock is not None and by_clock[0] > 0:
             label = f"growth by the program's own numbers and clock ({by_clock[1]:.0f} s)"
             checks.append(Check(label, by_clock[0], rates[name] / by_clock[0]))
@@ -307,12 +303,6 @@ class Feed:
         others = sum(1 for (n, slot) in self._series if n == name and slot != series.slot)
         also = f", {others} other report{'s' if others > 1 else ''} of it not counted" if others else ""
         return f"{head} from `{series.key}` ({where}), {series.describe()}{also}; checks: {said}"
-
-    def _window_rate(self, counter: str) -> float | None:
-        points = [(s.t, s.total) for s in self._counted[counter] if s.phase == "measure"]
-        if len(points) < 3 or points[-1][0] <= points[0][0]:
-            return None
-        return (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
 
     def recognised(self) -> str:
         """`table: counter total_timesteps x40, rate printed_fps x40, 12 values (approx_kl, ...)`

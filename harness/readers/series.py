@@ -20,11 +20,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+MAX_KEPT = 100_000  # readings kept per series (a bar redrawn 1,000 times a second for 100 s)
 NEAR_ZERO = 0.10  # a fall to at most this share of the level (or to <= 1) may be a restart
-SWITCH_AFTER = 2  # another report of the name grew this often since the counted one last did: count it
+SWITCH_AFTER = 2  # another report grew this often since the counted one last grew (and more in all)
+STALE_S = 5.0  # ... and the counted one has not grown for this long: count the other
 DROPS_FOR_A_VERDICT = 2  # drops (not to near zero) before a series is judged increments or ambiguous
 
 SeriesKind = Literal["level", "increments", "ambiguous"]
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """One reading of a series: when, the number the program printed, the units the series
+    had counted by then, and the probe's phase."""
+
+    t: float
+    value: float
+    total: float
+    phase: str
 
 
 @dataclass
@@ -50,19 +63,37 @@ class Series:
     grew_at: list[float] = field(default_factory=list)  # when its last growths were
     # (phase, value, units counted for it): what an increments verdict recounts
     history: list[tuple[str, float, float]] = field(default_factory=list)
+    points: list[Sighting] = field(default_factory=list)  # once grown: its rate, its clock check
+    counted: float = 0.0
 
     def see(self, value: float, phase: str, t: float = 0.0) -> float:
         """A new reading at time `t`; the units of progress it adds."""
         self.sightings += 1
+        was = self.kind
         units = self._units(value)
-        if len(self.history) < 100_000:
+        if len(self.history) < MAX_KEPT:
             self.history.append((phase, value, units))
+        if was != "increments" and self.kind == "increments":
+            # from now on each report counts in full; the window's earlier reports too
+            units += self.recount({"measure"} if phase == "measure" else {"warmup", "measure", "stopped"})
         if units > 0:
             self.grown = True
             self.growths += 1
             self.grew_at.append(t)
             del self.grew_at[:-SWITCH_AFTER]
+        self.counted += units
+        if self.grown and len(self.points) < MAX_KEPT:
+            self.points.append(Sighting(t, value, self.counted, phase))
         return units
+
+    def window_rate(self) -> float | None:
+        """Units per second between its first and last readings in the measured window, as
+        one reads a log by hand (a report every 10 s cut by the window's edges would be off
+        by up to a report); None with under three readings there."""
+        points = [(s.t, s.total) for s in self.points if s.phase == "measure"]
+        if len(points) < 3 or points[-1][0] <= points[0][0]:
+            return None
+        return (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
 
     def grew_since(self, t: float) -> int:
         """How many of its last SWITCH_AFTER growths came after `t`."""

@@ -246,3 +246,20 @@ def test_a_lagging_average_does_not_set_aside_a_counter_its_clock_agrees_with():
     outcomes = {c.source.split(" ")[0]: c.outcome for c in feed.checks["total_timesteps"]}
     assert outcomes == {"printed": "set aside", "growth": "agrees"}
     assert probe.declared[-1] == "total_timesteps" and "progress_set_aside" not in probe.values
+
+
+def test_a_validation_bar_between_epochs_is_not_the_training():
+    """Lightning: a sanity-check bar (2/2) first, then each epoch's training bar (64 batches) and
+    the validation bar (64) under it, both counting `it`: the training bar is counted."""
+    lines, t = [(0.0, "Sanity Checking DataLoader 0:  50%| | 1/2 [00:00<00:00, 90.00it/s]")], 0.1
+    lines.append((t, "Sanity Checking DataLoader 0: 100%| | 2/2 [00:00<00:00, 95.00it/s]"))
+    for epoch in range(30):
+        for n in range(0, 65, 8):
+            t += 0.1
+            lines.append((t, f"Epoch {epoch}:  50%|#| {n}/64 [00:00<00:00, 400.00it/s, v_num=0]"))
+        for n in range(0, 65, 16):
+            t += 0.02
+            lines.append((t, f"Validation DataLoader 0: 50%|#| {n}/64 [00:00<00:00, 2000.00it/s]\x1b[A"))
+    probe, feed = feed_at(lines)
+    assert feed.series_of("iterations").slot == "output:bar Epoch/64"
+    assert probe.values["iterations_per_s"] == pytest.approx(64 / (0.9 + 0.1), rel=0.05)
