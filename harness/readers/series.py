@@ -63,7 +63,7 @@ class Series:
     grew_at: list[float] = field(default_factory=list)  # when its last growths were
     # (phase, value, units counted for it): what an increments verdict recounts
     history: list[tuple[str, float, float]] = field(default_factory=list)
-    points: list[Sighting] = field(default_factory=list)  # once grown: its rate, its clock check
+    points: list[Sighting] = field(default_factory=list)  # every reading: its rate, its clock check
     counted: float = 0.0
 
     def see(self, value: float, phase: str, t: float = 0.0) -> float:
@@ -82,18 +82,31 @@ class Series:
             self.grew_at.append(t)
             del self.grew_at[:-SWITCH_AFTER]
         self.counted += units
-        if self.grown and len(self.points) < MAX_KEPT:
+        if len(self.points) < MAX_KEPT:
             self.points.append(Sighting(t, value, self.counted, phase))
         return units
 
     def window_rate(self) -> float | None:
-        """Units per second between its first and last readings in the measured window, as
-        one reads a log by hand (a report every 10 s cut by the window's edges would be off
-        by up to a report); None with under three readings there."""
-        points = [(s.t, s.total) for s in self.points if s.phase == "measure"]
-        if len(points) < 3 or points[-1][0] <= points[0][0]:
+        """Units per second between its first and last growth in the measured window, as one
+        reads a log by hand: a report every 10 s cut by the window's edges would be off by up
+        to a report, and a redraw of an old number (tianshou prints `env_step=256` until the
+        next collection) is not when it was reached. If it then stalled for longer than twice
+        its usual gap, the stall counts (to its last reading). None with under two growths."""
+        measured = [p for p in self.points if p.phase == "measure"]
+        grew = [
+            b for a, b in zip(self.points, self.points[1:], strict=False) if b.total > a.total and b.phase == "measure"
+        ]
+        if len(grew) < 2:
+            if len(measured) >= 3 and measured[-1].t > measured[0].t:  # a stall, or one growth
+                return (measured[-1].total - measured[0].total) / (measured[-1].t - measured[0].t)
             return None
-        return (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
+        first, last = grew[0], grew[-1]
+        gaps = sorted(b.t - a.t for a, b in zip(grew, grew[1:], strict=False))
+        if measured[-1].t - last.t > 2 * gaps[len(gaps) // 2]:
+            last = measured[-1]
+        if last.t <= first.t:
+            return None
+        return (last.total - first.total) / (last.t - first.t)
 
     def grew_since(self, t: float) -> int:
         """How many of its last SWITCH_AFTER growths came after `t`."""
