@@ -234,7 +234,7 @@ class Feed:
             self.probe.set("progress_provenance", "; ".join(self.provenance(n, rates) for n in self._grown))
         if self.headline is not None:
             self.probe.set("headline_provenance", self.provenance(self.headline, rates))
-            self.probe.set("headline_check", self.verdict(self.headline))
+            self.probe.set("headline_check", self.verdict(self.headline, rates))
             aside = [n for n in self._grown if self._set_aside(n)]
             if aside:
                 self.probe.set("progress_set_aside", "; ".join(f"{n}: {self._why_aside(n)}" for n in aside))
@@ -280,12 +280,16 @@ class Feed:
             return f"its readings dropped {series.drops}x without a restart: neither a running total nor increments yet"
         return "; ".join(f"read faster than {c.describe()}" for c in self.checks[name] if c.outcome == "set aside")
 
-    def verdict(self, name: str) -> str:
+    def verdict(self, name: str, rates: dict[str, float]) -> str:
         """`passed` (every check agreed), `warned` (one differed), `failed` (set aside, and
-        no counter passed), or `unchecked` (the program gave nothing to check it against)."""
+        no counter passed), `few reports` (under two changes in the window: the rate is the
+        probe's, over reports the window's edges cut), or `unchecked` (the program gave
+        nothing to check it against)."""
         checks = self.checks.get(name, [])
         if self._set_aside(name):
             return "failed"
+        if name not in rates:
+            return "few reports"
         if not checks:
             return "unchecked"
         return "passed" if all(c.outcome == "agrees" for c in checks) else "warned"

@@ -188,11 +188,13 @@ def cells_table(records: list[Record], rate: str | None) -> str:
 
 
 def _rate_cell(rec: Record, metric: str) -> Any:
-    """The headline's value, with a note where the cell's headline failed its checks."""
+    """The headline's value, with a note where the cell's headline failed its checks or its
+    counter changed too seldom in the window to be rated between its reports."""
     value = rec.metrics.get(metric)
-    if not provenance.cell_failed([rec]) or number(value) is None:
+    note = provenance.cell_note([rec])
+    if note is None or number(value) is None:
         return value
-    return Raw(f'{esc(fmt(value))} <span class="warn">({esc(provenance.FAILED_NOTE)})</span>')
+    return Raw(f'{esc(fmt(value))} <span class="warn">({esc(note)})</span>')
 
 
 def suite_section(

@@ -47,7 +47,7 @@ def render(view: RunView, console: Console | None = None) -> None:
             table.add_column(col)
         for metric in metrics:
             table.add_column(f"{metric}\nmedian [min-max]" if group["repeats"].max() > 1 else metric, justify="right")
-        failed = {c.id for c in words.cells if provenance.cell_failed(c.records)}
+        notes = {c.id: note for c in words.cells if (note := provenance.cell_note(c.records))}
         for _, row in group.iterrows():
             cells = [_fmt(row["id"]), *(_fmt(row[p]) for p in params)]
             status = row["status"] if row["status"] == "ok" else f"[red]{row['status']}[/red]: {_fmt(row['reason'])}"
@@ -57,8 +57,8 @@ def render(view: RunView, console: Console | None = None) -> None:
                 text = _fmt(median)
                 if row["repeats"] > 1 and not pd.isna(median):
                     text += f" [{_fmt(row[f'{metric}_min'])}-{_fmt(row[f'{metric}_max'])}]"
-                if metric == words.rate and row["id"] in failed:
-                    text += f" [red]({provenance.FAILED_NOTE})[/red]"
+                if metric == words.rate and row["id"] in notes:
+                    text += f" [red]({notes[row['id']]})[/red]"
                 cells.append(text)
             table.add_row(*cells)
         console.print(table)

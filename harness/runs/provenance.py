@@ -5,7 +5,7 @@ cell's record carries that counter's provenance (`headline_provenance`: the key,
 what kind of number it is, how it was checked) and the verdict of its checks
 (`headline_check`: passed, warned, unchecked, or failed when no counter passed and the
 headline is the finest one left). The terminal and the HTML report print `line()` under a
-suite's table and `FAILED_NOTE` beside a failed cell's rate, so a number the harness is not
+suite's table and `cell_note()` beside a failed cell's rate, so a number the harness is not
 sure of never stands alone.
 """
 
@@ -18,14 +18,17 @@ from collections.abc import Iterable
 from harness.runs.record import Record
 
 FAILED = "failed"
-FAILED_NOTE = "check failed"
+FEW = "few reports"
+NOTES = {FAILED: "check failed", FEW: "few reports"}  # what a cell's rate carries beside it
 _SOURCE = re.compile(r"from (`[^`]*` \([^)]*\)), (a level|increments per report|ambiguous)")
-_ORDER = ("passed", "warned", "unchecked", FAILED)
+_ORDER = ("passed", "warned", "unchecked", FEW, FAILED)
 
 
-def cell_failed(records: Iterable[Record]) -> bool:
-    """True when an ok repeat's headline failed its checks (every counter was set aside)."""
-    return any(r.ok and r.metrics.get("headline_check") == FAILED for r in records)
+def cell_note(records: Iterable[Record]) -> str | None:
+    """`check failed` when an ok repeat's headline failed its checks (every counter was set
+    aside), `few reports` when its counter changed under twice in the window; else None."""
+    verdicts = {r.metrics.get("headline_check") for r in records if r.ok}
+    return next((NOTES[v] for v in (FAILED, FEW) if v in verdicts), None)
 
 
 def line(rate: str | None, records: Iterable[Record]) -> str | None:

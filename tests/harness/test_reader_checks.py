@@ -263,3 +263,15 @@ def test_a_validation_bar_between_epochs_is_not_the_training():
     probe, feed = feed_at(lines)
     assert feed.series_of("iterations").slot == "output:bar Epoch/64"
     assert probe.values["iterations_per_s"] == pytest.approx(64 / (0.9 + 0.1), rel=0.05)
+
+
+def test_a_counter_reported_too_seldom_says_so():
+    """Stable-Baselines3 with one env on a loaded machine: a table every 20 s, three in a 40 s
+    window: the rate is the probe's, over reports the window's edges cut, and the record says so."""
+    probe, feed = feed_at([(0.0, "|    total_timesteps | 500 |"), (20.0, "|    total_timesteps | 1000 |")])
+    assert probe.values["headline_check"] == "few reports"
+    from harness.runs.provenance import cell_note
+    from tests.records import make_record
+
+    assert cell_note([make_record("c", {"headline_check": "few reports"})]) == "few reports"
+    assert cell_note([make_record("c", {"headline_check": "passed"})]) is None
