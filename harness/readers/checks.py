@@ -87,8 +87,9 @@ def clock_rate(
     sightings: list[Sighting], clocks: list[tuple[float, float]], increments: bool = False
 ) -> tuple[float, float] | None:
     """The counter's growth by the program's own numbers and its own clock over the measured
-    window: (per second, seconds of its clock), from sightings with a clock reading of the same
-    report (tqdm's `[00:12<`, a `time_elapsed` row of the same table). Nothing of the
+    window: (per second, seconds of its clock), from the readings where its number changed,
+    each with a clock reading of the same report (tqdm's `[00:12<`, a `time_elapsed` row of the
+    same table). Nothing of the
     harness's is in it: neither its accounting (a summed running total would show against it)
     nor its clock (lines that reach it in bursts would). A stretch where the number or the
     clock goes back (a new bar) is left out. None with under CLOCK_MIN_S of clock."""
@@ -97,9 +98,11 @@ def clock_rate(
     clocks = sorted(clocks)
     times = [t for t, _ in clocks]
     paired: list[tuple[float, float]] = []  # (clock seconds, the program's number)
-    for s in sightings:
+    for before, s in zip([None, *sightings], sightings, strict=False):
         if s.phase != "measure":
             continue
+        if not increments and before is not None and s.value == before.value:
+            continue  # a redraw of a number reached earlier (tianshou's env_step lags its bar)
         i = bisect.bisect_left(times, s.t)
         near = min((k for k in (i - 1, i) if 0 <= k < len(times)), key=lambda k: abs(times[k] - s.t))
         if abs(times[near] - s.t) <= SAME_REPORT_S:

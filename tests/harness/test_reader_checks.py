@@ -275,3 +275,21 @@ def test_a_counter_reported_too_seldom_says_so():
 
     assert cell_note([make_record("c", {"headline_check": "few reports"})]) == "few reports"
     assert cell_note([make_record("c", {"headline_check": "passed"})]) is None
+
+
+def test_a_redrawn_number_is_not_when_it_was_reached():
+    """tianshou prints the bar's new count first, its postfix's env_step one collection behind,
+    then the same line with env_step caught up: a rate or a clock taken at the redraws lags by a
+    collection (the clock check read the harness 1.31x in a real sweep)."""
+    lines = []
+    for k in range(1, 12):
+        t, clock = 9.0 * k, 9 * k
+        bar = (
+            f"Epoch #1:   1%| | {256 * k}/30000 [{clock // 60:02d}:{clock % 60:02d}<20:00, 28.0it/s, env_episode={k}, "
+        )
+        lines.append((t, bar + f"env_step={256 * (k - 1)}, n_st=256, update_step={k - 1}]"))
+        lines.append((t + 0.01, bar + f"env_step={256 * k}, n_st=256, update_step={k}]"))
+    probe, feed = feed_at(lines)
+    assert probe.values["env_step_per_s"] == pytest.approx(256 / 9, rel=0.01)
+    (clock,) = [c for c in feed.checks["env_step"] if "clock" in c.source]
+    assert clock.outcome == "agrees"
