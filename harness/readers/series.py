@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 MAX_KEPT = 100_000  # readings kept per series (a bar redrawn 1,000 times a second for 100 s)
+STALL_GAPS = 3  # no change for this many of its usual gaps at the window's end: a stall, counted
 NEAR_ZERO = 0.10  # a fall to at most this share of the level (or to <= 1) may be a restart
 SWITCH_AFTER = 2  # another report grew this often since the counted one last grew (and more in all)
 STALE_S = 5.0  # ... and the counted one has not grown for this long: count the other
@@ -90,8 +91,9 @@ class Series:
         """Units per second between its first and last growth in the measured window, as one
         reads a log by hand: a report every 10 s cut by the window's edges would be off by up
         to a report, and a redraw of an old number (tianshou prints `env_step=256` until the
-        next collection) is not when it was reached. If it then stalled for longer than twice
-        its usual gap, the stall counts (to its last reading). None with under two growths."""
+        next collection) is not when it was reached. If it then stalled for STALL_GAPS of its
+        usual gaps (not merely its next report not yet in), the stall counts, to its last
+        reading. None with under two growths."""
         measured = [p for p in self.points if p.phase == "measure"]
         grew = [
             b for a, b in zip(self.points, self.points[1:], strict=False) if b.total > a.total and b.phase == "measure"
@@ -102,7 +104,7 @@ class Series:
             return None
         first, last = grew[0], grew[-1]
         gaps = sorted(b.t - a.t for a, b in zip(grew, grew[1:], strict=False))
-        if measured[-1].t - last.t > 2 * gaps[len(gaps) // 2]:
+        if measured[-1].t - last.t > STALL_GAPS * gaps[len(gaps) // 2]:
             last = measured[-1]
         if last.t <= first.t:
             return None
