@@ -220,6 +220,10 @@ class Probe:
             self._stop(now)
 
     # ------------------------------------------------------------------ phases
+    def measured_window(self) -> tuple[float | None, float | None]:
+        """When the measured window opened and closed, on the probe's clock (None: not yet)."""
+        return self._measure_start, self._measure_end
+
     @property
     def current_phase(self) -> Literal["warmup", "measure", "stopped"]:
         return "stopped" if self._measure_end is not None else self._phase

@@ -206,7 +206,8 @@ class Feed:
         medians = {name: printed_median(points) for name, points in self._printed.items()}
         for name, printed in sorted(medians.items()):
             self.probe.set(name, printed)
-        rates = {name: rate for name in self._grown if (rate := self.series_of(name).window_rate()) is not None}
+        start, end = getattr(self.probe, "measured_window", lambda: (None, None))()
+        rates = {n: rate for n in self._grown if (rate := self.series_of(n).window_rate(start, end)) is not None}
         # a series not yet known as a running total or increments is set aside unchecked
         self.checks = {name: self._checks(name, rates, medians) for name in rates if self.series_of(name).trusted}
         for name, printed in sorted(medians.items()):

@@ -87,28 +87,35 @@ class Series:
             self.points.append(Sighting(t, value, self.counted, phase))
         return units
 
-    def window_rate(self) -> float | None:
-        """Units per second between its first and last growth in the measured window, as one
-        reads a log by hand: a report every 10 s cut by the window's edges would be off by up
-        to a report, and a redraw of an old number (tianshou prints `env_step=256` until the
-        next collection) is not when it was reached. If it then stalled for STALL_GAPS of its
-        usual gaps (not merely its next report not yet in), the stall counts, to its last
-        reading. None with under two growths."""
+    def window_rate(self, start: float | None = None, end: float | None = None) -> float | None:
+        """Units per second over the measured window [start, end], as one reads a log by hand:
+        between its first and last changes in the window (a report every 10 s cut by the
+        window's edges would be off by up to a report, and a redraw of an old number, tianshou's
+        `env_step=256` until the next collection, is not when it was reached). A silence at an
+        edge longer than STALL_GAPS of its usual gaps is no report pending but no progress
+        (a trainer's update phase between collections): the window runs to that edge, the
+        level interpolated at its start and held at its end. None with under two changes."""
         measured = [p for p in self.points if p.phase == "measure"]
-        grew = [
-            b for a, b in zip(self.points, self.points[1:], strict=False) if b.total > a.total and b.phase == "measure"
-        ]
+        changes = [(a, b) for a, b in zip(self.points, self.points[1:], strict=False) if b.total > a.total]
+        grew = [b for _, b in changes if b.phase == "measure"]
         if len(grew) < 2:
             if len(measured) >= 3 and measured[-1].t > measured[0].t:  # a stall, or one growth
                 return (measured[-1].total - measured[0].total) / (measured[-1].t - measured[0].t)
             return None
-        first, last = grew[0], grew[-1]
         gaps = sorted(b.t - a.t for a, b in zip(grew, grew[1:], strict=False))
-        if measured[-1].t - last.t > STALL_GAPS * gaps[len(gaps) // 2]:
-            last = measured[-1]
-        if last.t <= first.t:
+        silence = STALL_GAPS * gaps[len(gaps) // 2]
+        t0, level0 = grew[0].t, grew[0].total
+        before = [a for a, b in changes if b is grew[0]]
+        if start is not None and t0 - start > silence and before and before[0].t < start:
+            a = before[0]
+            level0 = a.total + (grew[0].total - a.total) * (start - a.t) / (grew[0].t - a.t)
+            t0 = start
+        t1, level1 = grew[-1].t, grew[-1].total
+        if end is not None and end - t1 > silence:
+            t1 = end
+        if t1 <= t0:
             return None
-        return (last.total - first.total) / (last.t - first.t)
+        return (level1 - level0) / (t1 - t0)
 
     def grew_since(self, t: float) -> int:
         """How many of its last SWITCH_AFTER growths came after `t`."""

@@ -293,3 +293,21 @@ def test_a_redrawn_number_is_not_when_it_was_reached():
     assert probe.values["env_step_per_s"] == pytest.approx(256 / 9, rel=0.01)
     (clock,) = [c for c in feed.checks["env_step"] if "clock" in c.source]
     assert clock.outcome == "agrees"
+
+
+def test_a_trainers_silent_update_phase_is_in_its_rate():
+    """sheeprl reports an episode's end while it collects (many lines a second), then nothing while
+    it trains (15 s): a window that ends in the silence, or opens in it, holds no progress there."""
+    from harness.readers.series import Series
+
+    series = Series("policy_step", "", "sentences", "policy_step")
+    t, step = 0.0, 0
+    for _ in range(3):  # collect 500 steps in 5 s, then train for 15 s
+        for _ in range(50):
+            t, step = t + 0.1, step + 10
+            series.see(step, "measure", t)
+        t += 15.0
+    # without the window's edges: from its first change (20 at 0.2 s) to its last (1500 at 45 s)
+    assert series.window_rate() == pytest.approx(1480 / 44.8, rel=0.001)
+    # a window to 60 s: the last 15 s are an update phase, no progress, and in the rate
+    assert series.window_rate(start=0.0, end=60.0) == pytest.approx(1480 / 59.8, rel=0.001)
