@@ -224,6 +224,10 @@ class Probe:
         """When the measured window opened and closed, on the probe's clock (None: not yet)."""
         return self._measure_start, self._measure_end
 
+    def now(self) -> float:
+        """The probe's clock: what stamps readings to be held against its window."""
+        return self._clock()
+
     @property
     def current_phase(self) -> Literal["warmup", "measure", "stopped"]:
         return "stopped" if self._measure_end is not None else self._phase

@@ -108,7 +108,7 @@ def run_program(params, probe: Probe) -> None:
             f"progress_files {params.progress_files!r}: {exc}; its {{key}} are the cell's params"
         ) from None
     lines = line_readers(params.progress)
-    feed = Feed(probe, lines, file_readers(files, Path.cwd()), headline=_declared_counter(lines))
+    feed = Feed(probe, lines, file_readers(files, Path.cwd()), clock=probe.now, headline=_declared_counter(lines))
     try:
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
