@@ -129,10 +129,19 @@ class _Chunks(io.RawIOBase):
 
 
 def _stream_lines(chunks: list[tuple[float, bytes]], stream: str) -> Iterator[tuple[float, str, str]]:
+    """One stream's lines as run.py's pump reads them: through subprocess.Popen(text=True,
+    errors="replace")'s reader, at most MAX_LINE at a time; the pieces of a longer line go to
+    the cell's log unread, and are left out here too."""
+    from harness.program.run import MAX_LINE
+
     raw = _Chunks(chunks)
-    # what subprocess.Popen(text=True, errors="replace") reads through
     text = io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors="replace")
-    for line in text:
+    in_long_line = False
+    while line := text.readline(MAX_LINE):
+        ends = line.endswith("\n")
+        if in_long_line or (not ends and len(line) >= MAX_LINE):
+            in_long_line = not ends
+            continue
         yield raw.t, stream, line
 
 
