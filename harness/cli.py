@@ -13,6 +13,7 @@ import typer
 from harness.commands import (
     ab,
     baseline,
+    causal,
     compare,
     diagnose,
     doctor,
@@ -50,6 +51,7 @@ COMMANDS = (
     doctor.doctor,
     limits.limits,
     watch.watch,
+    causal.causal,
 )
 for declared in COMMANDS:
     app.command(**declared.settings)(declared)  # settings: harness.commands.options.command

@@ -102,6 +102,7 @@ class Sample:
     t: float  # the child's clock, seconds since its probe started
     counters: dict[str, float]
     read_at: float  # the parent's time.monotonic() when it read the line
+    phase: str = "measure"  # the child probe's phase (warmup until its rate settled)
 
 
 @dataclass
@@ -168,7 +169,15 @@ class Instance:
     """One side's cell process for one block: launched, stopped and continued as a group,
     its JSON lines read as they arrive."""
 
-    def __init__(self, side: Side, cell: Cell, key: str, run_root: Path) -> None:
+    def __init__(
+        self,
+        side: Side,
+        cell: Cell,
+        key: str,
+        run_root: Path,
+        spec_extra: dict[str, Any] | None = None,
+        own_session: bool = True,
+    ) -> None:
         self.side, self.key, self.run_root = side, key, run_root
         self.scratch = run_root / "series" / f".{key}.jsonl"
         self.log = run_root / "logs" / f"{key}.log"
@@ -182,6 +191,7 @@ class Instance:
             "warmup": CHILD_WARMUP_S,
             "work": None,
             "memory_limit_mb": cell.memory_limit_mb,
+            **(spec_extra or {}),
         }
         env = child_env(key, run_root)
         env["PYTHONPATH"] = side.pythonpath(os.environ.get("PYTHONPATH"))
@@ -192,7 +202,10 @@ class Instance:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
+                # its own session, or (a causal experiment) its own process group in the
+                # harness's session: the kernel's autogroup then holds it with the stopper
+                start_new_session=own_session,
+                process_group=None if own_session else 0,
                 env=env,
             )
         self.pgid = self.proc.pid
@@ -210,7 +223,9 @@ class Instance:
         now = time.monotonic()
         new = []
         for message in self.stream.add(messages):
-            sample = Sample(float(message["t"]), dict(message.get("counters") or {}), now)
+            sample = Sample(
+                float(message["t"]), dict(message.get("counters") or {}), now, str(message.get("phase", "measure"))
+            )
             self._offset = min(self._offset, now - sample.t)
             new.append(sample)
         self.samples += new

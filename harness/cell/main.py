@@ -80,6 +80,7 @@ def main(argv: list[str]) -> int:
             steady=steady_rule(spec),
             target=Target.parse(spec["target"]) if spec.get("target") else None,
             target_every_s=spec.get("target_every") or DEFAULT_EVERY_S,
+            series_period_s=spec.get("sample_s") or 1.0,  # a causal experiment reads 0.1 s samples
         )
         suite.run(params, probe)
         metrics = probe.finish()

@@ -4,7 +4,7 @@ and get the combined metrics, series and cost.
 Used two ways: `harness watch` (harness.running.watching) around a command or a running PID,
 and the cell runner around every cell of a suite that sets `Suite.watch` (a program the
 suite only launches). The parts: py-spy stacks (harness.monitors.stacks), /proc traffic
-and scheduling (harness.monitors.procstat), the torch hook (harness.monitors.torch_calls),
+and scheduling (harness.monitors.procstat), what blocked threads wait on (harness.monitors.waits), the torch hook (harness.monitors.torch_calls),
 rates in the log (harness.monitors.logrates). Their own CPU is summed into `watch_cpu_s`
 and `watch_cpu_pct` (% of one core over the time watched); the torch hook's time is spent
 inside the program and reported apart (`torch_hook_s`).
@@ -22,7 +22,8 @@ from harness.monitors.logrates import LogRatesMonitor, compile_pattern
 from harness.monitors.procstat import ProcStatMonitor
 from harness.monitors.stacks import DEFAULT_BUDGET_HZ, StacksMonitor
 from harness.monitors.torch_calls import TorchCallsMonitor
-from harness.watch import breakdown, roles, signals
+from harness.monitors.waits import WaitsMonitor
+from harness.watch import breakdown, roles, signals, waits
 from harness.watch.chrometrace import ThreadTimeline, parse
 
 
@@ -54,13 +55,14 @@ class Instruments:
         self.program = program
         self.stacks = StacksMonitor(workdir, options.budget_hz, skip=roles.is_harness_own)
         self.procstat = ProcStatMonitor()
+        self.waits = WaitsMonitor()
         hook = options.torch_hook and not attached
         why = "attached to a running process: the hook can only be put in at start" if attached else None
         self.torch = TorchCallsMonitor(
             workdir, enabled=hook, reason=why or "off (--no-torch-hook)", batch_limit=options.batch_limit
         )
         self.log = LogRatesMonitor(logs, compile_pattern(options.rate_regex), from_start=not attached)
-        self._parts = (self.procstat, self.stacks, self.log, self.torch)
+        self._parts = (self.procstat, self.waits, self.stacks, self.log, self.torch)
         self._started = 0.0
         self._ended = 0.0
 
@@ -104,7 +106,9 @@ class Instruments:
         edges = breakdown.bin_edges(self._started, self._ended)
         sched = {key: t.samples for key, t in self.procstat.threads.items()}
         where = breakdown.build(edges, timelines, sched)
-        return signals.collect(where, procs, assigned, timelines, entries, sched, self.program)
+        metrics, series = signals.collect(where, procs, assigned, timelines, entries, sched, self.program)
+        metrics.update(waits.metrics(self.waits.samples, assigned))
+        return metrics, series
 
     def window(self) -> float:
         """Seconds the instruments watched (start to stop)."""
@@ -123,6 +127,7 @@ class Instruments:
             "stacks": metrics.get("stacks_cpu_s", 0.0),
             "procstat": metrics.get("procstat_cpu_s", 0.0),
             "log": metrics.get("log_monitor_cpu_s", 0.0),
+            "waits": metrics.get("waits_cpu_s", 0.0),
         }
         total = sum(parts.values())
         return {

@@ -1,0 +1,485 @@
+"""A causal slowdown experiment on one cell: which group of the program's processes limits
+its throughput, and by how much, measured by slowing each group in turn.
+
+The cell (a suite's, or your program after `--` as the `command` suite's) is launched as
+the A/B launches one (harness.ab.slicing.Instance: its own session, the counters of its
+probe in a JSON stream, here every `sample_s`), runs until its probe's warm-up says the
+rate has settled, and its processes are grouped (harness.causal.groups). Then rounds: each
+round is one period with nothing slowed and one per group with that group held stopped for
+`fraction` of every `cycle_s` (harness.causal.stopper), in random order, back to back. A
+period's rate is the headline counter's (the one the A/B slices by) over the period less
+its first `settle_s` (the queues between the stages refill or drain when a stop begins or
+ends). After every round each group's sensitivity and interval are updated
+(harness.causal.sensitivity); the experiment ends when every interval is at most
++-`width`, or when the next round would not fit in the budget.
+
+The stop cycle matters (docs/benchmarks.md, "Causal profile"): a stop longer than the work
+buffered between two stages starves the next stage whatever the stopped stage's slack, so
+a long cycle calls a stage with slack critical; on a machine with more runnable threads
+than cores, the scheduler hands a process stopped for a few milliseconds back the time it
+lost, so a short cycle slows it by less than f. The stopper measures the share of time it
+held each group stopped; the default cycle was chosen from those measurements.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+
+from harness.ab.revisions import Side
+from harness.ab.slicing import CellFailed, Instance, counter_of
+from harness.causal.groups import GroupRule, find_groups
+from harness.causal.sensitivity import Sensitivity, estimate, narrow_enough, observation
+from harness.causal.stopper import PhaseStats, Stopper
+from harness.errors import UserError
+from harness.model.vocabulary import Vocabulary
+from harness.monitors.waits import WaitSamples, WaitsMonitor
+from harness.running import interrupts
+from harness.running.matrix import Cell
+from harness.watch.waits import by_role as waits_by_role
+from harness.watch.waits import edges as wait_edges
+
+FREE = "(none)"  # the period with nothing slowed
+CONTROL = "(control)"  # a sleeping process of the harness's, slowed like a group: the method's own effect
+PROGRESS_EVERY_S = 10.0
+
+
+@dataclass
+class CausalOptions:
+    """The experiment's layout; the defaults are measured in docs/benchmarks.md ("Causal profile")."""
+
+    fraction: float = 0.5  # share of each cycle a slowed group is held stopped
+    cycle_s: float = 0.02  # one stop plus one run
+    period_s: float = (
+        0.5  # one period: short periods, many rounds (the machine's noise is as large at 0.25 s as at 4 s)
+    )
+    settle_s: float = 0.1  # the first part of a period left out of its rate
+    sample_s: float = 0.05  # the cell's probe writes its counters this often
+    budget_s: float = 180.0  # the whole experiment, from launch
+    width: float = 0.15  # stop once every interval is at most +- this
+    warmup_s: float = 0.0  # at least this long from launch before the groups are read (--warmup)
+    warmup_max_s: float = 120.0  # launch to settled rate, at most
+    control: bool = False  # slow a sleeping process of the harness's too: what slowing alone does
+    io_group: str | None = None  # count this group's read/write calls as the throughput (--io-counter)
+    start_timeout_s: float = 180.0
+    seed: int | None = None
+
+
+@dataclass
+class Period:
+    round: int
+    group: str
+    pids: int  # processes slowed
+    started: float  # parent's monotonic clock
+    started_wall: float = 0.0
+    ended: float = 0.0
+    ended_wall: float = 0.0
+    rate: float | None = None
+    stopped_s: float = 0.0
+    slowed_s: float = 0.0
+    cycles: int = 0
+    cpu_cores: dict[str, float] = field(default_factory=dict)  # each group's CPU over the period
+
+    @property
+    def fraction(self) -> float | None:
+        return self.stopped_s / self.slowed_s if self.slowed_s > 0 else None
+
+
+@dataclass
+class CausalResult:
+    counter: str | None
+    groups: dict[str, list[int]]
+    commands: dict[str, str]
+    periods: list[Period]
+    sensitivities: list[Sensitivity]
+    rounds: int
+    reason: str  # why it ended
+    wall_s: float
+    launch_s: float
+    warmup_s: float
+    stopper_cpu_s: float
+    harness_cpu_s: float
+    options: CausalOptions
+    waits: list[dict[str, Any]] = field(default_factory=list)  # harness.watch.waits.by_role, free periods
+    io_check: dict[str, Any] | None = None  # --io-counter against the program's own counter
+
+    def free_rate(self) -> float | None:
+        rates = sorted(p.rate for p in self.periods if p.group == FREE and p.rate)
+        return rates[len(rates) // 2] if rates else None
+
+    def utilisation(self) -> dict[str, float]:
+        """Each group's median CPU (cores) over the periods nothing was slowed."""
+        out = {}
+        for name in self.groups:
+            values = sorted(p.cpu_cores[name] for p in self.periods if p.group == FREE and name in p.cpu_cores)
+            if values:
+                out[name] = values[len(values) // 2]
+        return out
+
+    def achieved_fraction(self) -> dict[str, float]:
+        out = {}
+        for name in self.groups:
+            values = sorted(f for p in self.periods if p.group == name and (f := p.fraction) is not None)
+            if values:
+                out[name] = values[len(values) // 2]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        experiment_s = max(self.wall_s - self.launch_s - self.warmup_s, 1e-9)
+        return {
+            "counter": self.counter,
+            "groups": self.groups,
+            "commands": self.commands,
+            "rounds": self.rounds,
+            "reason": self.reason,
+            "wall_s": self.wall_s,
+            "launch_s": self.launch_s,
+            "warmup_s": self.warmup_s,
+            "free_rate": self.free_rate(),
+            "utilisation_cores": self.utilisation(),
+            "achieved_fraction": self.achieved_fraction(),
+            "sensitivity": [s.to_json() for s in self.sensitivities],
+            "cost": {
+                "stopper_cpu_s": self.stopper_cpu_s,
+                "stopper_cpu_pct": 100.0 * self.stopper_cpu_s / experiment_s,
+                "harness_cpu_s": self.harness_cpu_s,
+                "harness_cpu_pct": 100.0 * self.harness_cpu_s / experiment_s,
+            },
+            "options": asdict(self.options),
+            "waits": self.waits,
+            "io_check": self.io_check,
+            "throughput": f"read+write calls of {self.options.io_group}" if self.options.io_group else self.counter,
+            "periods": [{**asdict(p), "fraction": p.fraction} for p in self.periods],
+        }
+
+
+def _io_calls(pid: int) -> int | None:
+    """syscr + syscw of a process (read and write system calls so far)."""
+    try:
+        with open(f"/proc/{pid}/io", "rb") as fh:
+            fields = dict(line.split(b":", 1) for line in fh.read().splitlines() if b":" in line)
+        return int(fields[b"syscr"]) + int(fields[b"syscw"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _start_control() -> subprocess.Popen[bytes]:
+    """A process that only sleeps, in the harness's session like the program: slowing it
+    should change nothing, so its sensitivity is the method's own bias (a placebo)."""
+    from harness.cell.processes import ask_death_signal
+
+    return subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(1e6)"], stdin=subprocess.DEVNULL, process_group=0,
+        preexec_fn=lambda: ask_death_signal(signal.SIGKILL),
+    )  # fmt: skip
+
+
+class _Launched(Side):
+    def describe(self) -> str:
+        return "launched by harness causal"
+
+
+def _group_cpu(groups: dict[str, list[int]], handles: dict[int, psutil.Process]) -> dict[str, float]:
+    out = {}
+    for name, pids in groups.items():
+        total = 0.0
+        for pid in pids:
+            proc = handles.get(pid)
+            if proc is None:
+                continue
+            try:
+                t = proc.cpu_times()
+                total += t.user + t.system
+            except psutil.Error:
+                pass
+        out[name] = total
+    return out
+
+
+class Experiment:
+    """One causal experiment: launch, warm up, rounds until narrow or out of budget."""
+
+    def __init__(
+        self,
+        cell: Cell,
+        words: Vocabulary,
+        run_root: Path,
+        opts: CausalOptions,
+        rules: list[GroupRule] | None = None,
+        suite_cell: bool = True,
+        announce: Callable[[str], None] = print,
+    ) -> None:
+        self.cell, self.words, self.run_root, self.opts = cell, words, run_root, opts
+        self.rules = rules or []
+        self.suite_cell = suite_cell
+        self.announce = announce
+        self.rng = random.Random(opts.seed)
+        self.counter: str | None = None
+        self.periods: list[Period] = []
+        self.groups: dict[str, list[int]] = {}
+        self.commands: dict[str, str] = {}
+        self._handles: dict[int, psutil.Process] = {}
+        self._entries: dict[int, str | None] = {}
+        self._cpu_mark: dict[str, float] = {}
+        self._io: list[tuple[float, float]] = []  # (monotonic, the io group's calls so far)
+        self._io_last: dict[int, int] = {}
+        self.io_check: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> CausalResult:
+        opts = self.opts
+        t0 = time.monotonic()
+        cpu0 = time.process_time()
+        side = _Launched("program", "program", None, Path.cwd())
+        inst = Instance(
+            side, self.cell, f"{self.cell.id}-causal", self.run_root, {"sample_s": opts.sample_s}, own_session=False
+        )
+        control = _start_control() if opts.control else None
+        stopper = Stopper()
+        waits = WaitsMonitor()
+        found: list[Sensitivity] = []
+        rounds = 0
+        reason = "budget"
+        launch_s = warmup_s = 0.0
+        try:
+            launch_s = inst.wait_started(opts.start_timeout_s, 0.02)
+            warmup_s = self._warm_up(inst)
+            self._regroup(inst)
+            if control is not None:
+                self.groups[CONTROL] = [control.pid]
+                self.commands[CONTROL] = "a sleeping process of the harness's own (placebo)"
+            if not self.groups:
+                raise CellFailed(
+                    "the program has no process to slow (only the harness's own and multiprocessing's helpers)"
+                )
+            if opts.io_group is not None and not self.groups.get(opts.io_group):
+                raise UserError(
+                    f"--io-counter {opts.io_group}: no such group; this program's groups are "
+                    f"{', '.join(self.groups)} (or name one with --group NAME=PATTERN)"
+                )
+            names = ", ".join(f"{g} ({len(p)})" for g, p in self.groups.items())
+            self.announce(f"groups: {names}; counter {self.counter}; {opts.period_s:g} s periods, f {opts.fraction:g} "
+                          f"of every {1000 * opts.cycle_s:g} ms")  # fmt: skip
+            stopper.start()
+            waits.start(inst.proc.pid)
+            said = time.monotonic()
+            round_s = opts.period_s * 2 * len(self.groups)
+            while True:
+                if time.monotonic() - t0 + round_s > opts.budget_s:
+                    break
+                self._round(inst, stopper, rounds)
+                rounds += 1
+                found = self._estimate(inst)
+                if time.monotonic() - said >= PROGRESS_EVERY_S:
+                    said = time.monotonic()
+                    self.announce(self._progress(rounds, found, said - t0))
+                if narrow_enough(found, opts.width):
+                    reason = "narrow"
+                    break
+                if rounds % 4 == 0:
+                    self._regroup(inst)
+            self._finish(stopper)
+            found = self._estimate(inst)
+            self.io_check = self._io_against_log(inst)
+        finally:
+            stopper.close()
+            waits.stop()
+            inst.kill()
+            if control is not None:
+                control.kill()
+                control.wait()
+        return CausalResult(
+            self.counter, self.groups, self.commands, self.periods, found, rounds, reason,
+            time.monotonic() - t0, launch_s, warmup_s, stopper.cpu_s, time.process_time() - cpu0, opts,
+            self._wait_edges(waits), self.io_check,
+        )  # fmt: skip
+
+    def _wait_edges(self, waits: WaitsMonitor) -> list[dict[str, Any]]:
+        """Who waits on whom while nothing was slowed (a stopped process neither runs nor waits)."""
+        free = [(p.started_wall, p.ended_wall) for p in self.periods if p.group == FREE and p.ended_wall]
+        samples = waits.samples
+        kept = [(t, seen) for t, seen in samples.passes if any(a <= t <= b for a, b in free)]
+        if not kept:
+            return []
+        filtered = WaitSamples(kept, samples.holders, samples.peers, samples.cpu, samples.names)
+        roles = {pid: name for name, pids in self.groups.items() for pid in pids if name != CONTROL}
+        program = list(roles)
+        return waits_by_role(
+            wait_edges(filtered, program), roles, {g: p for g, p in self.groups.items() if g != CONTROL}
+        )
+
+    def _warm_up(self, inst: Instance) -> float:
+        """At least --warmup seconds, then until the cell's probe says its rate has settled
+        (its phase turns to measure) after its counter has moved twice: a program that
+        starts its processes slowly has not started them while it counts nothing."""
+        started = time.monotonic()
+        while time.monotonic() - started < max(self.opts.warmup_max_s, self.opts.warmup_s):
+            inst.read()
+            self._agree(inst)
+            moved = len({s.counters.get(self.counter or "", 0.0) for s in inst.samples} - {0.0}) >= 2
+            if (
+                time.monotonic() - started >= self.opts.warmup_s
+                and moved
+                and any(s.phase == "measure" for s in inst.samples)
+            ):
+                break
+            self._check(inst)
+            time.sleep(0.05)
+        self._agree(inst)
+        return time.monotonic() - started
+
+    def _agree(self, inst: Instance) -> None:
+        if self.counter is None:
+            counters = {k: v for s in inst.samples for k, v in s.counters.items() if v > 0}
+            self.counter = counter_of(self.words, counters, inst.stream.declared)
+
+    def _regroup(self, inst: Instance) -> None:
+        """The groups as they are now (a program may start processes late); names stay."""
+        found = find_groups(inst.proc.pid, self.suite_cell, self.rules, self._entries)
+        for name, pids in found.items():
+            self.groups[name] = pids
+            for pid in pids:
+                if pid not in self._handles:
+                    try:
+                        self._handles[pid] = psutil.Process(pid)
+                        self.commands.setdefault(name, " ".join(self._handles[pid].cmdline())[:200])
+                    except psutil.Error:
+                        pass
+        for name in list(self.groups):
+            if name not in found and name != CONTROL:
+                self.groups[name] = []
+
+    def _check(self, inst: Instance) -> None:
+        interrupts.check()
+        why = inst.failure()
+        if why is not None:
+            raise CellFailed(why)
+
+    def _round(self, inst: Instance, stopper: Stopper, index: int) -> None:
+        """Every group once, in random order, each between two free periods (the free
+        period that ends one round opens the next)."""
+        order = [g for g, pids in self.groups.items() if pids]
+        self.rng.shuffle(order)
+        if not self.periods:
+            self._period(inst, stopper, index, FREE)
+        for name in order:
+            self._period(inst, stopper, index, name)
+            self._period(inst, stopper, index, FREE)
+
+    def _period(self, inst: Instance, stopper: Stopper, index: int, name: str) -> None:
+        pids = self.groups.get(name, []) if name != FREE else []
+        # a free period keeps the stopper's cycle (its wake-ups), stopping nothing
+        stats = stopper.switch(pids, self.opts.fraction, self.opts.cycle_s)
+        now = time.monotonic()
+        cpu = _group_cpu(self.groups, self._handles)
+        if self.periods:
+            self._close(self.periods[-1], now, stats, self._cpu_mark, cpu)
+        self._cpu_mark = cpu
+        self.periods.append(Period(index, name, len(pids), now, time.time()))
+        end = now + self.opts.period_s
+        while (left := end - time.monotonic()) > 0:
+            inst.read()
+            self._io_tick()
+            self._check(inst)
+            time.sleep(min(0.02, left))
+
+    def _finish(self, stopper: Stopper) -> None:
+        """Close the last period (the stopper is asked for what it achieved)."""
+        if self.periods and not self.periods[-1].ended:
+            stats = stopper.switch([])
+            self._close(
+                self.periods[-1], time.monotonic(), stats, self._cpu_mark, _group_cpu(self.groups, self._handles)
+            )
+
+    @staticmethod
+    def _close(
+        period: Period, now: float, stats: PhaseStats, before: dict[str, float], after: dict[str, float]
+    ) -> None:
+        period.ended, period.ended_wall = now, time.time()
+        period.stopped_s, period.slowed_s, period.cycles = stats.stopped_s, stats.slowed_s, stats.cycles
+        length = max(now - period.started, 1e-9)
+        period.cpu_cores = {g: (after.get(g, 0.0) - before.get(g, 0.0)) / length for g in after}
+
+    def _io_against_log(self, inst: Instance) -> dict[str, Any] | None:
+        """With --io-counter: the group's calls per unit of the program's own counter over
+        each half of the experiment (a proxy is trusted when the two halves agree)."""
+        if self.opts.io_group is None or self.counter is None or len(self._io) < 4:
+            return None
+        samples = [s for s in inst.samples if s.read_at >= self._io[0][0]]
+        if len(samples) < 3:
+            return None
+        times, calls = [t for t, _ in self._io], [c for _, c in self._io]
+        halves = []
+        for part in (samples[: len(samples) // 2 + 1], samples[len(samples) // 2 :]):
+            logged = part[-1].counters.get(self.counter, 0.0) - part[0].counters.get(self.counter, 0.0)
+            io = float(np.interp(part[-1].read_at, times, calls) - np.interp(part[0].read_at, times, calls))
+            halves.append(io / logged if logged > 0 else None)
+        return {"counter": self.counter, "calls_per_unit": halves}
+
+    def _io_tick(self) -> None:
+        """With --io-counter: the group's read and write calls so far (a process that ends
+        keeps what it counted)."""
+        if self.opts.io_group is None:
+            return
+        for pid in self.groups.get(self.opts.io_group, []):
+            calls = _io_calls(pid)
+            if calls is not None:
+                self._io_last[pid] = calls
+        self._io.append((time.monotonic(), float(sum(self._io_last.values()))))
+
+    def _rate(self, inst: Instance, period: Period) -> float | None:
+        """The counter's rate over the period less its settling part (child's clock; the
+        cumulative count interpolated between samples at both ends); with --io-counter the
+        group's system calls, on the harness's clock."""
+        if self.opts.io_group is not None:
+            since, until = period.started + self.opts.settle_s, period.ended
+            times, counts = [t for t, _ in self._io], [c for _, c in self._io]
+            if until <= since or len(times) < 2 or times[0] > since or times[-1] < until:
+                return None
+            return (float(np.interp(until, times, counts)) - float(np.interp(since, times, counts))) / (until - since)
+        if self.counter is None:
+            return None
+        since = inst.child_time(period.started) + self.opts.settle_s
+        until = inst.child_time(period.ended)
+        times = [s.t for s in inst.samples]
+        counts = [s.counters.get(self.counter, 0.0) for s in inst.samples]
+        if until <= since or not times or times[0] > since or times[-1] < until:
+            return None
+        return (float(np.interp(until, times, counts)) - float(np.interp(since, times, counts))) / (until - since)
+
+    def _estimate(self, inst: Instance) -> list[Sensitivity]:
+        """Each slowed period against the mean rate of the free periods either side."""
+        inst.read()
+        self._agree(inst)
+        for period in self.periods:
+            if period.ended and period.rate is None:
+                period.rate = self._rate(inst, period)
+        values: dict[str, list[float | None]] = {g: [] for g in self.groups}
+        for before, period, after in zip(self.periods, self.periods[1:], self.periods[2:], strict=False):
+            if period.group == FREE or before.group != FREE or after.group != FREE:
+                continue
+            if before.rate is None or after.rate is None or not after.ended:
+                continue
+            free = (before.rate + after.rate) / 2
+            values.setdefault(period.group, []).append(observation(free, period.rate, period.fraction or 0.0))
+        return [estimate(name, vals) for name, vals in values.items() if vals]
+
+    @staticmethod
+    def _progress(rounds: int, found: list[Sensitivity], elapsed: float) -> str:
+        parts = []
+        for s in found:
+            m = s.median
+            span = f"[{m.low:.2f}, {m.high:.2f}]" if math.isfinite(m.low) and math.isfinite(m.high) else "[-inf, inf]"
+            parts.append(f"{s.group} {m.estimate:.2f} {span}")
+        return f"round {rounds} ({elapsed:.0f} s): " + "; ".join(parts)

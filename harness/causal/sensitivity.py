@@ -1,0 +1,98 @@
+"""A group's sensitivity and its interval, from the rounds of a causal experiment.
+
+Each round runs one period with nothing slowed and one with each group slowed, in random
+order, back to back: the machine's slow phases (seconds long) hit a round's periods alike,
+as they hit an A/B's pair of slices. A round gives each group one observation,
+
+    s = (1 - rate_slowed / rate_free) / f,
+
+the relative throughput loss per unit of slowdown, with f the share of its period the
+group was actually held stopped (measured by the stopper, not the one asked for). About 1:
+the group is on the critical path (the program goes as fast as it does); about 0: it has
+slack; below 0: stopping it speeds the program up (it competes for cores, locks or the
+GIL). Rounds, not periods, are the independent unit, so the interval is the A/B's
+anytime-valid one for the median (harness.ab.sequential.median_sequence: a sign test,
+no model of the noise, safe to look at after every round, so the experiment may stop as
+soon as every interval is narrow enough). The mean and its t-mixture interval are kept
+beside it.
+
+What speeding the group up would buy, to first order: a group whose time per unit of work
+falls by a share x raises the throughput by about s * x (for small x; a group with slack
+buys nothing however much faster it gets).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.ab.sequential import DEFAULT_ALPHA, Interval, blocks_to_decide, confidence_sequence, median_sequence
+
+# A group whose interval lies within these bounds is called what the bound says
+CRITICAL = 0.7  # the interval's low end at or above: on the critical path
+SLACK = 0.2  # the interval's high end at or below (and its low end above COMPETES): slack
+COMPETES = 0.0  # the interval's high end below: slowing it speeds the program up
+
+
+def observation(rate_free: float, rate_slowed: float, fraction: float) -> float | None:
+    """One round's sensitivity of one group; None when a rate or the slowdown is missing."""
+    if not rate_free or rate_free <= 0 or rate_slowed is None or not fraction or fraction <= 0:
+        return None
+    return (1.0 - rate_slowed / rate_free) / fraction
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    group: str
+    median: Interval  # the decision's estimate and interval
+    mean: Interval  # reported beside it
+
+    @property
+    def halfwidth(self) -> float:
+        return (self.median.high - self.median.low) / 2
+
+    @property
+    def verdict(self) -> str:
+        """critical / slack / competes / between / unknown, from where the interval lies."""
+        low, high = self.median.low, self.median.high
+        if not (math.isfinite(low) and math.isfinite(high)):
+            return "unknown"
+        if high < COMPETES:
+            return "competes"
+        if low >= CRITICAL:
+            return "critical"
+        if high <= SLACK:
+            return "slack"
+        return "between"
+
+    def gain_pct(self, faster: float = 0.1) -> tuple[float, float, float]:
+        """Throughput gain (%) of making the group `faster` (a share of its time) faster,
+        to first order: estimate, low, high (a negative sensitivity buys nothing: 0)."""
+        m = self.median
+        return tuple(100.0 * faster * max(0.0, v) for v in (m.estimate, m.low, m.high))  # type: ignore[return-value]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "n": self.median.n,
+            "estimate": self.median.estimate,
+            "low": self.median.low,
+            "high": self.median.high,
+            "mean": self.mean.estimate,
+            "mean_low": self.mean.low,
+            "mean_high": self.mean.high,
+            "verdict": self.verdict,
+        }
+
+
+def estimate(group: str, values: Sequence[float | None], alpha: float = DEFAULT_ALPHA) -> Sensitivity:
+    kept = [v for v in values if v is not None and math.isfinite(v)]
+    return Sensitivity(group, median_sequence(kept, alpha), confidence_sequence(kept, alpha))
+
+
+def narrow_enough(found: Sequence[Sensitivity], width: float, alpha: float = DEFAULT_ALPHA) -> bool:
+    """Every group's interval is at most +-width (and has the rounds a decision needs)."""
+    need = blocks_to_decide(alpha)
+    return bool(found) and all(s.median.n >= need and s.halfwidth <= width for s in found)

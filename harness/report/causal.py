@@ -1,0 +1,93 @@
+"""A causal experiment's result (causal.json, harness.causal.experiment) as a terminal table:
+each group's sensitivity with its interval, what speeding it up would buy, and the cost."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from harness.report.terminal import console_for_stdout
+from harness.watch.waits import describe
+
+STYLE = {"critical": "bold", "competes": "yellow"}
+MEANING = {
+    "critical": "on the critical path: the program goes as fast as it does",
+    "slack": "has slack: speeding it up buys nothing",
+    "competes": "slowing it speeds the program up: it competes for cores, locks or the GIL",
+    "between": "partly limiting (or the interval is still wide)",
+    "unknown": "too few rounds for an interval",
+}
+
+
+def _span(low: float, high: float) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "[-inf, inf]"
+    return f"[{low:+.2f}, {high:+.2f}]"
+
+
+def rows(result: dict[str, Any], faster: float = 0.1) -> list[list[str]]:
+    out = []
+    util = result.get("utilisation_cores") or {}
+    achieved = result.get("achieved_fraction") or {}
+    for s in sorted(result.get("sensitivity") or [], key=lambda s: -(s.get("estimate") or -math.inf)):
+        group = s["group"]
+        est, low, high = s["estimate"], s["low"], s["high"]
+        gain = "-"
+        if math.isfinite(low) and math.isfinite(high):
+            gain = f"+{100 * faster * max(est, 0):.1f} % [{100 * faster * max(low, 0):.1f}, {100 * faster * max(high, 0):.1f}]"
+        out.append(
+            [
+                group,
+                str(len(result["groups"].get(group) or [])),
+                f"{util[group]:.2f}" if group in util else "-",
+                f"{achieved[group]:.2f}" if group in achieved else "-",
+                f"{est:+.2f}",
+                _span(low, high),
+                str(s["n"]),
+                gain,
+                s["verdict"],
+            ]
+        )
+    return out
+
+
+def render_causal(result: dict[str, Any], console: Console | None = None) -> None:
+    console = console or console_for_stdout()
+    opts = result["options"]
+    title = (
+        f"causal profile: {result['rounds']} rounds of {opts['period_s']:g} s periods, each group stopped "
+        f"{opts['fraction']:g} of every {1000 * opts['cycle_s']:g} ms; throughput = {result.get('throughput') or result['counter']} per s "
+        f"({result['free_rate']:.4g} with nothing slowed)"
+        if result.get("free_rate")
+        else "causal profile: no rate was measured"
+    )
+    table = Table(title=title, title_justify="left")
+    for col in ("group", "procs", "cores", "f held", "sensitivity", "95 % interval", "rounds", "10 % faster buys",
+                "verdict"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("group", "verdict", "95 % interval") else "right")
+    for row in rows(result):
+        table.add_row(*(escape(x) for x in row), style=STYLE.get(row[-1]))
+    console.print(table)
+    for verdict in dict.fromkeys(r[-1] for r in rows(result)):
+        console.print(f"  {verdict}: {MEANING.get(verdict, '')}", markup=False, highlight=False)
+    for edge in result.get("waits") or []:
+        if edge["blocked"]["median"] >= 0.05:
+            console.print(f"  waits: {describe(edge)}", markup=False, highlight=False)
+    check = result.get("io_check")
+    if check:
+        halves = ", ".join("-" if h is None else f"{h:.2f}" for h in check["calls_per_unit"])
+        console.print(f"  the calls counted per {check['counter']} the program logged, first and second half: {halves}",
+                      markup=False, highlight=False)  # fmt: skip
+    cost = result["cost"]
+    ended = "every interval narrow enough" if result["reason"] == "narrow" else "budget spent"
+    console.print(
+        f"  {result['wall_s']:.0f} s in all (launch {result['launch_s']:.1f} s, warm-up {result['warmup_s']:.1f} s; "
+        f"{ended}); the stopper used {cost['stopper_cpu_pct']:.1f} % of a core, the harness "
+        f"{cost['harness_cpu_pct']:.1f} %",
+        markup=False,
+        highlight=False,
+    )

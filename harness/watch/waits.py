@@ -1,0 +1,208 @@
+"""Who waits on whom: the wait edges of a process tree, from what its blocked threads sleep
+on (harness.monitors.waits) and who holds the other end.
+
+A process is waiting at an instant when none of its threads runs; it waits on the processes
+holding the other end of what its threads sleep on: the writers of a pipe it reads (the
+readers of one it writes to), the peer of its socket, the other processes mapping the shared
+semaphore it sleeps on. A thread that sleeps on a futex in its process's private memory waits
+on a thread of its own; when another thread of the same process sleeps on an object of
+another process (a receiver thread reading the server's replies while the main thread waits
+on a Condition), that object is what the process waits on. multiprocessing hands both ends
+of a pipe to every forked child, so the holders of an end include processes that never use
+it: among several, those that used CPU in the window are kept (an idle parent holding a
+queue it created is not what its workers wait on), and of those the ones within half the
+busiest one's CPU (a heuristic: the busiest holder is the likeliest to post).
+
+Per process: the share of the sampled instants it waited on each set of peers, on a child's
+exit (wait4: a parent in join()), in a sleep, or on its own threads. Per role: the edges
+summed over the role's processes ("8 workers -> server: 94 % of their time, on a shared
+semaphore"), the way harness watch's tables are.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from harness.monitors.waits import WaitSamples
+
+MIN_ACTIVE_CORES = 0.02  # a holder that used less CPU than this is not who a process waits on
+ACTIVE_OF_TOP = 0.5  # of several holders, those within half the busiest one's CPU: the creator of a
+# semaphore (the suite's main, on 0.14 cores) holds it beside the server that posts it (0.32)
+MIN_EDGE_SHARE = 0.05  # edges under this share of a process's time are left out
+VIA = {"pipe": "a pipe", "socket": "a socket", "shm": "a shared semaphore or lock"}
+IDLE_BY_DESIGN = ("child", "sleep")  # a parent in join(), a timer: waits nobody can shorten
+
+
+@dataclass(frozen=True)
+class Edge:
+    """`waiter` spent `share` of its sampled instants waiting on `peers` through `via`."""
+
+    waiter: int
+    peers: tuple[int, ...]  # empty for child / sleep / own threads / unknown
+    via: str  # pipe, socket, shm, thread, child, sleep, unknown
+    share: float
+    objects: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"waiter": self.waiter, "peers": list(self.peers), "via": self.via, "blocked": round(self.share, 4),
+                "objects": list(self.objects)}  # fmt: skip
+
+
+def _other_end(samples: WaitSamples, pid: int, obj: str, writing: bool) -> tuple[int, ...]:
+    holders = samples.holders
+    if obj.startswith("pipe:"):
+        want = "r" if writing else "w"
+        found = [p for p, mode in holders.get(obj, {}).items() if want in mode and p != pid]
+    elif obj.startswith("socket:"):
+        peer = samples.peers.get(obj)
+        found = [p for p in holders.get(peer, {}) if p != pid] if peer else []
+    elif obj.startswith("shm:"):
+        found = [p for p in holders.get(obj, {}) if p != pid]
+    else:
+        return ()
+    cores = {p: samples.cpu_cores(p) for p in found}
+    top = max(cores.values(), default=0.0)
+    active = [p for p in found if cores[p] >= max(MIN_ACTIVE_CORES, ACTIVE_OF_TOP * top)]
+    return tuple(sorted(active or found))
+
+
+def edges(samples: WaitSamples, pids: list[int] | None = None) -> list[Edge]:
+    """Every process's wait edges (share of its sampled instants), strongest first."""
+    counts: dict[int, Counter[tuple[tuple[int, ...], str]]] = defaultdict(Counter)
+    seen_objects: dict[tuple[int, tuple[int, ...], str], dict[str, None]] = defaultdict(dict)
+    seen: Counter[int] = Counter()
+    wanted = set(pids) if pids is not None else None
+    for _, procs in samples.passes:
+        for pid, (running, waits) in procs.items():
+            if wanted is not None and pid not in wanted:
+                continue
+            seen[pid] += 1
+            if running or not waits:
+                continue
+            external: dict[int, None] = {}
+            objects: dict[str, None] = {}
+            via = None
+            for wait in waits:
+                for obj in wait.objects:
+                    peers = _other_end(samples, pid, obj, wait.write)
+                    if peers:
+                        external.update(dict.fromkeys(peers))
+                        objects[obj] = None
+                        via = via or obj.split(":", 1)[0]
+            if external:
+                key = (tuple(sorted(external)), via or "?")
+                counts[pid][key] += 1
+                seen_objects[(pid, *key)].update(objects)
+                continue
+            kinds = [o for w in waits for o in w.objects]
+            if "private" in kinds:
+                via = "thread"
+            elif "child" in kinds:
+                via = "child"
+            elif all(k == "sleep" for k in kinds):
+                via = "sleep"
+            else:
+                via = "unknown"
+            counts[pid][((), via)] += 1
+    out = [
+        Edge(pid, peers, via, n / seen[pid], tuple(list(seen_objects.get((pid, peers, via), {}))[:8]))
+        for pid, counter in counts.items()
+        for (peers, via), n in counter.items()
+        if n / seen[pid] >= MIN_EDGE_SHARE
+    ]
+    return sorted(out, key=lambda e: (-e.share, e.waiter))
+
+
+def blocked_share(samples: WaitSamples, pid: int) -> float | None:
+    """Share of the sampled instants none of the process's threads ran."""
+    states = [running for _, procs in samples.passes if pid in procs for running, _ in [procs[pid]]]
+    return 1.0 - sum(states) / len(states) if states else None
+
+
+def summary(value: list[float]) -> dict[str, float]:
+    """count, quantiles and extremes: evidence over many processes, not one row each."""
+    x = np.asarray(value, dtype=float)
+    return {
+        "count": int(x.size),
+        "min": round(float(x.min()), 3),
+        "p25": round(float(np.quantile(x, 0.25)), 3),
+        "median": round(float(np.median(x)), 3),
+        "p75": round(float(np.quantile(x, 0.75)), 3),
+        "max": round(float(x.max()), 3),
+    }
+
+
+def by_role(found: list[Edge], roles: Mapping[int, str], pids_of_role: Mapping[str, list[int]]) -> list[dict[str, Any]]:
+    """Edges summed over roles: for each (waiting role, what it waits on), how many of the
+    role's processes wait so, and their shares summarised."""
+    groups: dict[tuple[str, str, str], dict[int, float]] = defaultdict(dict)
+    peer_pids: dict[tuple[str, str, str], set[int]] = defaultdict(set)
+    for edge in found:
+        role = roles.get(edge.waiter, "?")
+        if edge.peers:
+            peer_roles = sorted({roles.get(p, "?") for p in edge.peers})
+            target = "+".join(peer_roles)
+        else:
+            target = {"thread": "its own threads", "child": "a child's exit", "sleep": "a sleep"}.get(edge.via, "?")
+        key = (role, target, edge.via)
+        groups[key][edge.waiter] = groups[key].get(edge.waiter, 0.0) + edge.share
+        peer_pids[key].update(edge.peers)
+    out = []
+    for (role, target, via), shares in groups.items():
+        everyone = pids_of_role.get(role) or list(shares)
+        values = [shares.get(p, 0.0) for p in everyone]
+        out.append(
+            {
+                "waiter": role,
+                "waiters": len(shares),
+                "of": len(everyone),
+                "on": target,
+                "via": via,
+                "peers": sorted(peer_pids[(role, target, via)]),
+                "blocked": summary(values),
+                "idle_by_design": via in IDLE_BY_DESIGN,
+            }
+        )
+    return sorted(out, key=lambda e: -e["blocked"]["median"] * e["waiters"])
+
+
+def describe(edge: Mapping[str, Any]) -> str:
+    """'8 of 8 workers -> server (pid 812): 94 % of their time (median; 90-97 %), through a shared semaphore'."""
+    share = edge["blocked"]
+    peers = edge["peers"]
+    who = f"{edge['waiters']} of {edge['of']} {edge['waiter']}" if edge["of"] > 1 else edge["waiter"]
+    if peers:
+        named = ", ".join(str(p) for p in peers[:4]) + (f" +{len(peers) - 4}" if len(peers) > 4 else "")
+        target = f"{edge['on']} (pid {named})"
+    else:
+        target = edge["on"]
+    spread = f"; {100 * share['min']:.0f}-{100 * share['max']:.0f} %" if share["count"] > 1 else ""
+    how = f", through {VIA[edge['via']]}" if edge["via"] in VIA else ""
+    return f"{who} -> {target}: {100 * share['median']:.0f} % of the time (median{spread}){how}"
+
+
+def metrics(samples: WaitSamples, roles: Mapping[int, str]) -> dict[str, Any]:
+    """The record's view: `watch_waits` (the role edges, described) and `waits_on` (what
+    the workers wait on, for IDLE_WORKERS and PIPELINE_BOUND: the role and pids the largest
+    edge of theirs leads to, and its median share)."""
+    from harness.watch.roles import IGNORED, WORKERS
+
+    program = [pid for pid, role in roles.items() if role not in IGNORED]
+    if not samples.passes or not program:
+        return {}
+    pids_of_role: dict[str, list[int]] = defaultdict(list)
+    for pid in program:
+        pids_of_role[roles[pid]].append(pid)
+    found = by_role(edges(samples, program), roles, pids_of_role)
+    out: dict[str, Any] = {"watch_waits": [{**e, "text": describe(e)} for e in found]}
+    workers = [e for e in found if e["waiter"] == WORKERS]
+    if workers:
+        top = max(workers, key=lambda e: e["blocked"]["median"])
+        out["waits_on"] = {"role": top["on"], "pids": top["peers"], "blocked": top["blocked"]["median"], "via": top["via"],
+                           "waiters": top["waiters"], "of": top["of"], "idle_by_design": top["idle_by_design"]}  # fmt: skip
+    return out

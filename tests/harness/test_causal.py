@@ -1,0 +1,184 @@
+"""The causal slowdown experiment (harness causal): the stopper holds what it is told and
+lets everything go on every way out; the known pipeline's bottleneck is found and follows
+the work when it moves; a busy poller's sensitivity is below zero."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.causal.groups import parse_rules
+from harness.causal.sensitivity import estimate, observation
+from harness.causal.stopper import Stopper
+from harness.errors import UserError
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = ROOT / "tests" / "programs"
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGSTOP duty cycles and /proc are Linux's")
+
+
+def state(pid: int) -> str | None:
+    try:
+        return psutil.Process(pid).status()
+    except psutil.Error:
+        return None
+
+
+def test_an_observation_is_the_relative_loss_per_unit_of_slowdown():
+    assert observation(100.0, 50.0, 0.5) == pytest.approx(1.0)
+    assert observation(100.0, 100.0, 0.5) == pytest.approx(0.0)
+    assert observation(100.0, 120.0, 0.5) == pytest.approx(-0.4)
+    assert observation(0.0, 10.0, 0.5) is None and observation(100.0, 50.0, 0.0) is None
+    critical = estimate("g", [0.9, 1.0, 0.95, 1.05, 0.92, 0.98, 1.01, 0.97, 0.99, 1.0])
+    assert critical.verdict == "critical" and critical.median.low >= 0.7
+    assert estimate("g", [0.1, 0.2]).verdict == "unknown"  # too few rounds for an interval
+    assert estimate("g", [-0.5, -0.4, -0.6, -0.45, -0.55, -0.5, -0.42, -0.58, -0.5, -0.47]).verdict == "competes"
+
+
+def test_group_rules_name_pids_or_a_pattern_and_refuse_bad_ones():
+    pids, pattern = parse_rules(["learner=12,13", "envs=env_worker"])
+    assert pids.takes(12, "x") and not pids.takes(14, "x")
+    assert pattern.takes(99, "python -m env_worker") and not pattern.takes(99, "python train.py")
+    for bad in (["learner"], ["=12"], ["a=("], ["a=1", "a=2"]):
+        with pytest.raises(UserError):
+            parse_rules(bad)
+
+
+@linux
+def test_the_stopper_holds_the_share_it_says_and_costs_little():
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        with Stopper() as stopper:
+            stopper.switch([spin.pid], 0.5, 0.02)
+            time.sleep(1.0)
+            held = stopper.switch([])
+        assert held.cycles >= 20
+        assert 0.35 <= held.fraction <= 0.75  # measured, not assumed: a busy machine stretches stops
+        assert stopper.cpu_s < 0.2
+        assert state(spin.pid) != psutil.STATUS_STOPPED
+    finally:
+        spin.kill()
+        spin.wait()
+
+
+OWNER = textwrap.dedent(
+    """
+    import sys, time
+    from harness.causal.stopper import Stopper
+    stopper = Stopper()
+    stopper.start()
+    stopper.switch([int(sys.argv[1])], 0.9, 0.2)  # stopped 180 ms of every 200
+    print("slowing", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+@linux
+def test_a_sigkilled_harness_leaves_no_process_stopped():
+    """The stopper is the watchdog: its owner killed outright (nothing left to clean up),
+    it continues what it held and exits; the process runs on."""
+    target = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(target.pid)], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    try:
+        assert owner.stdout.readline().strip() == "slowing"
+        deadline = time.monotonic() + 5
+        while state(target.pid) != psutil.STATUS_STOPPED and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert state(target.pid) == psutil.STATUS_STOPPED, "the stopper never stopped its target"
+        owner.kill()
+        owner.wait()
+        time.sleep(1.0)
+        stopped = sum(state(target.pid) == psutil.STATUS_STOPPED for _ in range(20) if not time.sleep(0.02))
+        assert stopped == 0, "the target is still being stopped after its harness died"
+        assert state(target.pid) in (psutil.STATUS_RUNNING, psutil.STATUS_SLEEPING)
+    finally:
+        owner.kill()
+        os.kill(target.pid, signal.SIGCONT)
+        target.kill()
+        target.wait()
+
+
+def causal(tmp_path: Path, program: list[str], budget: float, *extra: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "causal", "--budget", str(budget), "--out", str(tmp_path), "--quiet",
+         "--seed", "1", *extra, "--", *program],
+        capture_output=True, text=True, timeout=budget + 120, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (path,) = tmp_path.glob("*causal*/causal.json")
+    return {s["group"]: s for s in json.loads(path.read_text())["sensitivity"]}
+
+
+@linux
+@pytest.mark.slow
+@pytest.mark.parametrize("limit", ["consumer", "producer"])
+def test_the_known_pipelines_bottleneck_is_found_and_follows_the_work(tmp_path, limit):
+    """producer -> queue of 32 -> consumer; the limiting stage's work per item is 3x the other's."""
+    found = causal(tmp_path, [sys.executable, str(PROGRAMS / "pipeline.py"), limit], 90)
+    slack = "producer" if limit == "consumer" else "consumer"
+    assert found[limit]["estimate"] >= 0.7, found
+    assert found[slack]["estimate"] <= 0.2, found
+    assert found[limit]["low"] > found[slack]["high"], found  # the intervals tell them apart
+
+
+@linux
+@pytest.mark.slow
+def test_a_busy_poller_beside_cpu_bound_workers_has_a_sensitivity_below_zero(tmp_path):
+    """On 2 cores: the poller takes a core the workers could use; stopping it speeds them up."""
+    found = causal(tmp_path, [sys.executable, str(PROGRAMS / "spin_poll.py"), "2"], 60)
+    assert found["main"]["estimate"] < 0, found  # its interval, at load 8 on 2 cores: [-0.95, +0.51] in 60 s
+    assert found["workers"]["estimate"] > 0.5, found
+
+
+@linux
+@pytest.mark.slow
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
+def test_no_process_of_the_program_is_left_stopped_when_the_harness_ends_mid_experiment(tmp_path, how):
+    token = f"{time.time_ns() % 10**9}"  # an argument no other process has: the program's queue size
+    harness = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "causal", "--budget", "120", "--out", str(tmp_path), "--cycle-ms", "200",
+         "--fraction", "0.9", "--", sys.executable, str(PROGRAMS / "pipeline.py"), "consumer", "1", token],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+
+    def program() -> list[psutil.Process]:
+        return [
+            p for p in psutil.process_iter(["cmdline"]) if token in (p.info["cmdline"] or []) and p.pid != harness.pid
+        ]
+
+    try:
+        line = harness.stdout.readline()
+        while line and not line.startswith("groups:"):
+            line = harness.stdout.readline()
+        assert line.startswith("groups:"), "the experiment never began"
+        deadline = time.monotonic() + 20
+        while not any(state(p.pid) == psutil.STATUS_STOPPED for p in program()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert any(state(p.pid) == psutil.STATUS_STOPPED for p in program()), "no group was ever stopped"
+        harness.send_signal(how)
+        code = harness.wait(timeout=30)
+        assert code == (130 if how == signal.SIGINT else -signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while program() and time.monotonic() < deadline:
+            assert not any(state(p.pid) == psutil.STATUS_STOPPED for p in program() if not time.sleep(0.05))
+        assert not program(), "the program outlived the harness that launched it"
+    finally:
+        harness.kill()
+        for proc in program():
+            proc.resume()
+            proc.kill()
