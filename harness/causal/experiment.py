@@ -10,8 +10,10 @@ round is one period with nothing slowed and one per group with that group held s
 period's rate is the headline counter's (the one the A/B slices by) over the period less
 its first `settle_s` (the queues between the stages refill or drain when a stop begins or
 ends). After every round each group's sensitivity and interval are updated
-(harness.causal.sensitivity); the experiment ends when every interval is at most
-+-`width`, or when the next round would not fit in the budget.
+(harness.causal.sensitivity); a group whose interval is at most +-`width` leaves the
+rounds (its interval is anytime-valid, so it may stop there) and its time goes to the
+others; the experiment ends when every interval is that narrow, or when the next round
+would not fit in the budget.
 
 The stop cycle matters (docs/benchmarks.md, "Causal profile"): a stop longer than the work
 buffered between two stages starves the next stage whatever the stopped stage's slack, so
@@ -53,6 +55,7 @@ from harness.watch.waits import edges as wait_edges
 FREE = "(none)"  # the period with nothing slowed
 CONTROL = "(control)"  # a sleeping process of the harness's, slowed like a group: the method's own effect
 PROGRESS_EVERY_S = 10.0
+BALLAST_SPARE = 1  # sleepers beyond the largest group: a free period stops at least one process
 
 
 @dataclass
@@ -174,13 +177,14 @@ def _io_calls(pid: int) -> int | None:
         return None
 
 
-def _start_control() -> subprocess.Popen[bytes]:
-    """A process that only sleeps, in the harness's session like the program: slowing it
-    should change nothing, so its sensitivity is the method's own bias (a placebo)."""
+def _start_sleeper() -> subprocess.Popen[bytes]:
+    """A process that only sleeps, in the harness's session like the program, and dies with
+    the harness: a placebo group (--control) and the ballast that every period stops and
+    continues (harness.causal.stopper says why)."""
     from harness.cell.processes import ask_death_signal
 
     return subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(1e6)"], stdin=subprocess.DEVNULL, process_group=0,
+        [sys.executable, "-S", "-c", "import time; time.sleep(1e6)"], stdin=subprocess.DEVNULL, process_group=0,
         preexec_fn=lambda: ask_death_signal(signal.SIGKILL),
     )  # fmt: skip
 
@@ -232,6 +236,8 @@ class Experiment:
         self._handles: dict[int, psutil.Process] = {}
         self._entries: dict[int, str | None] = {}
         self._cpu_mark: dict[str, float] = {}
+        self._narrow: set[str] = set()
+        self._ballast: list[int] = []
         self._io: list[tuple[float, float]] = []  # (monotonic, the io group's calls so far)
         self._io_last: dict[int, int] = {}
         self.io_check: dict[str, Any] | None = None
@@ -245,7 +251,8 @@ class Experiment:
         inst = Instance(
             side, self.cell, f"{self.cell.id}-causal", self.run_root, {"sample_s": opts.sample_s}, own_session=False
         )
-        control = _start_control() if opts.control else None
+        control = _start_sleeper() if opts.control else None
+        ballast: list[subprocess.Popen[bytes]] = []
         stopper = Stopper()
         waits = WaitsMonitor()
         found: list[Sensitivity] = []
@@ -268,19 +275,25 @@ class Experiment:
                     f"--io-counter {opts.io_group}: no such group; this program's groups are "
                     f"{', '.join(self.groups)} (or name one with --group NAME=PATTERN)"
                 )
+            # every period stops and continues as many processes: the group's, topped up with sleepers
+            ballast += [_start_sleeper() for _ in range(max(len(p) for p in self.groups.values()) + BALLAST_SPARE)]
+            self._ballast = [b.pid for b in ballast]
             names = ", ".join(f"{g} ({len(p)})" for g, p in self.groups.items())
             self.announce(f"groups: {names}; counter {self.counter}; {opts.period_s:g} s periods, f {opts.fraction:g} "
                           f"of every {1000 * opts.cycle_s:g} ms")  # fmt: skip
             stopper.start()
             waits.start(inst.proc.pid)
             said = time.monotonic()
-            round_s = opts.period_s * 2 * len(self.groups)
             while True:
-                if time.monotonic() - t0 + round_s > opts.budget_s:
+                left = [g for g, pids in self.groups.items() if pids and g not in self._narrow]
+                round_s = opts.period_s * 2 * len(left)
+                if not left or time.monotonic() - t0 + round_s > opts.budget_s:
                     break
                 self._round(inst, stopper, rounds)
                 rounds += 1
                 found = self._estimate(inst)
+                # a group whose interval is narrow enough is measured no more: its rounds go to the others
+                self._narrow = {s.group for s in found if narrow_enough([s], opts.width)}
                 if time.monotonic() - said >= PROGRESS_EVERY_S:
                     said = time.monotonic()
                     self.announce(self._progress(rounds, found, said - t0))
@@ -296,9 +309,9 @@ class Experiment:
             stopper.close()
             waits.stop()
             inst.kill()
-            if control is not None:
-                control.kill()
-                control.wait()
+            for sleeper in [*ballast, *([control] if control is not None else [])]:
+                sleeper.kill()
+                sleeper.wait()
         return CausalResult(
             self.counter, self.groups, self.commands, self.periods, found, rounds, reason,
             time.monotonic() - t0, launch_s, warmup_s, stopper.cpu_s, time.process_time() - cpu0, opts,
@@ -369,7 +382,7 @@ class Experiment:
     def _round(self, inst: Instance, stopper: Stopper, index: int) -> None:
         """Every group once, in random order, each between two free periods (the free
         period that ends one round opens the next)."""
-        order = [g for g, pids in self.groups.items() if pids]
+        order = [g for g, pids in self.groups.items() if pids and g not in self._narrow]
         self.rng.shuffle(order)
         if not self.periods:
             self._period(inst, stopper, index, FREE)
@@ -379,8 +392,9 @@ class Experiment:
 
     def _period(self, inst: Instance, stopper: Stopper, index: int, name: str) -> None:
         pids = self.groups.get(name, []) if name != FREE else []
-        # a free period keeps the stopper's cycle (its wake-ups), stopping nothing
-        stats = stopper.switch(pids, self.opts.fraction, self.opts.cycle_s)
+        # the same number of processes stopped and continued in every period, free ones too
+        stats = stopper.switch(pids + self._ballast[: max(0, len(self._ballast) - len(pids))], self.opts.fraction,
+                               self.opts.cycle_s)  # fmt: skip
         now = time.monotonic()
         cpu = _group_cpu(self.groups, self._handles)
         if self.periods:

@@ -17,14 +17,16 @@ group, so a Ctrl-C typed at the terminal reaches the harness (which releases the
 closes the pipe) rather than racing it. Processes are signalled through pidfds where the kernel has
 them, so a pid reused by an unrelated process is never stopped.
 
-Why it stays in the harness's session, and cycles when it slows nothing: on a kernel with
-autogroups (sched_autogroup_enabled, the default of desktop and many server kernels) a
-session's processes share one scheduling entity, and waking a process of the session 100
-times a second raised the CPU the rest of the session got by 20-40 % on this busy 2-core VM
-(a sleeping parent, stopped and continued, "sped up" its pipeline's consumer). The program is
-launched in its own process group of the harness's session (harness.causal.experiment), the
-stopper too, and in a period with nothing slowed the stopper keeps its cycle (the same
-wake-ups, no signal), so every period carries the same artifact and the comparison cancels it.
+Why it stays in the harness's session: on a kernel with autogroups
+(sched_autogroup_enabled, the default of desktop and many server kernels) a session's
+processes share one scheduling entity, and waking a process of the session 100 times a
+second (stopping and continuing it, even one that only sleeps) raised the CPU the rest of
+the session got by 20-40 % on this busy 2-core VM: an idle parent, "slowed", sped its
+pipeline's consumer up. So the program runs in its own process group of the harness's
+session, the stopper too, and harness.causal.experiment stops and continues as many
+processes in every period: the slowed group's topped up with sleeping processes of its
+own, and only sleepers in a free period. Every period then carries the same wake-ups, and
+the comparison cancels them.
 
 Protocol: one JSON object per line on stdin, one per line on stdout.
   {"slow": [pids], "f": 0.5, "cycle_s": 0.004}   slow these pids from now on

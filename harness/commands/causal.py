@@ -28,7 +28,9 @@ def causal(
     suite: str = typer.Argument(None, help="suite name (or your program after --)"),
     set_: list[str] = options.SetOpt,
     group: list[str] = typer.Option(
-        None, "--group", help="a group of your own: NAME=PIDS (comma list) or NAME=REGEX over the command line; "
+        None,
+        "--group",
+        help="a group of your own: NAME=PIDS (comma list) or NAME=REGEX over the command line; "
         "repeatable (default: the roles main, workers, server, and one group per other job)",
     ),  # fmt: skip
     fraction: float = typer.Option(0.5, "--fraction", help="share of each cycle a slowed group is stopped (0.05-0.9)"),
@@ -41,7 +43,9 @@ def causal(
         0.0, "--warmup", help="seconds the program runs before its groups are read (it may start processes late)"
     ),
     io_counter: str = typer.Option(
-        None, "--io-counter", help="count this group's read and write system calls as the throughput, for a program "
+        None,
+        "--io-counter",
+        help="count this group's read and write system calls as the throughput, for a program "
         "that logs its progress only every few seconds (an env worker makes one round trip per step); checked "
         "against the program's own counter",
     ),  # fmt: skip

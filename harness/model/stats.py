@@ -176,3 +176,15 @@ def _inverted_cdf(v: np.ndarray, cumulative: np.ndarray, qs: Sequence[float]) ->
     """The quantiles of sorted values `v` with cumulative weights `cumulative`."""
     total = float(cumulative[-1])
     return [float(v[min(int(np.searchsorted(cumulative, q * total)), v.size - 1)]) for q in qs]
+
+
+def spread_summary(values: Sequence[float]) -> dict[str, float]:
+    """count, quartiles and extremes: evidence over many processes, not one row each."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return {"count": 0}
+    q = np.quantile(x, [0.0, 0.25, 0.5, 0.75, 1.0])
+    return {
+        "count": int(x.size),
+        **{k: round(float(v), 3) for k, v in zip(("min", "p25", "median", "p75", "max"), q, strict=True)},
+    }

@@ -90,6 +90,9 @@ SIGNALS: dict[str, str] = {
     "worker_wait_pct": "value: {pid: % of its sampled thread time} each worker spent blocked or asleep",
     "main_cpu_pct": "value: % of one core used by the program's processes that are not workers",
     "waited_on": "value: {pid, role, cpu_pct} of the busiest of those processes (what idle workers may wait on)",
+    "waits_on": "value: {role, pids, blocked, via, text} what the workers block on, read from /proc (the other "
+    "end of their pipe, socket or shared semaphore: harness.watch.waits)",
+    "worker_dormant": "value: [pid] of the workers that woke less than once a second",
     "gpu_asked": "value: 1 when the program asked for a GPU (its command line names cuda), else 0",
 }
 
@@ -271,7 +274,9 @@ class Vocabulary:
         generic = sorted(
             n
             for n in metric_names
-            if n.endswith(("_per_s", "_per_min")) and "_drift_" not in n and n.removesuffix("_per_min") + "_per_s" not in invalid
+            if n.endswith(("_per_s", "_per_min"))
+            and "_drift_" not in n
+            and n.removesuffix("_per_min") + "_per_s" not in invalid
         )
         return generic[0] if generic else None
 

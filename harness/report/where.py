@@ -67,7 +67,9 @@ def role_rows(rec: Record) -> tuple[list[str], list[list[Any]]]:
 def process_rows(rec: Record, limit: int | None = None) -> tuple[list[str], list[list[Any]]]:
     procs: dict[str, dict[str, Any]] = rec.metrics.get("watch_procs") or {}
     cats = _present(procs)
-    headers = ["pid", "role", "entry", "threads", *COLUMNS, *(f"{c} %" for c in cats), "most time at"]
+    waits: dict[str, str] = rec.metrics.get("watch_waits_procs") or {}
+    headers = ["pid", "role", "entry", "threads", *COLUMNS, *(f"{c} %" for c in cats), "busiest thread", "waits on",
+               "most time at"]  # fmt: skip
     rows = []
     for pid, row in list(procs.items())[:limit]:
         pct = row.get("pct") or {}
@@ -75,7 +77,7 @@ def process_rows(rec: Record, limit: int | None = None) -> tuple[list[str], list
         site = (row.get("sites") or {}).get(top, "") if top else ""
         rows.append(
             [pid, row.get("role"), row.get("entry"), row.get("threads"), *(row.get(k) for k in COLUMNS),
-             *(pct.get(c) for c in cats), f"{top}: {site}" if site else ""]
+             *(pct.get(c) for c in cats), row.get("busiest_thread"), waits.get(pid), f"{top}: {site}" if site else ""]
         )  # fmt: skip
     return headers, rows
 
@@ -88,6 +90,7 @@ def _cell(value: Any) -> str:
     return escape(str(value))
 
 
+WAITS_SHOWN = 0.1  # role edges under this median share stay in report.html only
 HEADS = {"cpu_cores": "cores", "wakeups_hz": "wake-ups/s", "read_mb_s": "read MB/s", "write_mb_s": "write MB/s"}
 
 
@@ -96,7 +99,7 @@ def render(records: list[Record], console: Console) -> None:
     without traffic columns, its last column cut to fit: the HTML report has it all)."""
     for rec in watched(records):
         headers, rows = process_rows(rec, TERMINAL_PROCESSES)
-        keep = [i for i, h in enumerate(headers) if h not in ("read_mb_s", "write_mb_s")]
+        keep = [i for i, h in enumerate(headers) if h not in ("read_mb_s", "write_mb_s", "waits on")]
         procs = ([headers[i] for i in keep], [[row[i] for i in keep] for row in rows])
         count = len(rec.metrics.get("watch_procs") or {})
         for title, (heads, body) in (
@@ -108,10 +111,15 @@ def render(records: list[Record], console: Console) -> None:
                 if h == "most time at":
                     table.add_column(h, no_wrap=True, overflow="ellipsis", max_width=44)
                 else:
-                    table.add_column(HEADS.get(h, h.removesuffix(" %")), justify="left" if h in ("role", "entry") else "right")
+                    table.add_column(
+                        HEADS.get(h, h.removesuffix(" %")), justify="left" if h in ("role", "entry") else "right"
+                    )
             for row in body:
                 table.add_row(*(_cell(v) for v in row))
             console.print(table)
+        for edge in rec.metrics.get("watch_waits") or []:
+            if edge["blocked"]["median"] >= WAITS_SHOWN:
+                console.print(escape(f"waits: {edge['text']}"), highlight=False)
         console.print(escape(cost_line(rec)), highlight=False)
 
 
@@ -124,6 +132,11 @@ def html_section(run_dir: Path, records: list[Record], table, embed, esc) -> str
         parts.append(f'<p class="note">{esc(cost_line(rec))}</p>')
         parts.append(table(*role_rows(rec)))
         parts.append(table(*process_rows(rec)))
+        edges = rec.metrics.get("watch_waits") or []
+        if edges:
+            parts.append("<h4>Who waits on whom (read from /proc)</h4>")
+            parts.append(wait_diagram(edges, esc))
+            parts.append("<ul>" + "".join(f"<li>{esc(e['text'])}</li>" for e in edges) + "</ul>")
         series = figures.load_series(run_dir, rec)
         if not series:
             continue
@@ -149,3 +162,40 @@ def html_section(run_dir: Path, records: list[Record], table, embed, esc) -> str
                 )
                 parts.append(embed(fig, "where"))
     return "\n".join(parts)
+
+
+def wait_diagram(edges: list[dict[str, Any]], esc) -> str:
+    """The role edges as an inline SVG: one box per role, an arrow from each waiting role to
+    what it waits on, labelled with the median share of the time it waits so."""
+    targets = [e for e in edges if e["peers"]]
+    names = list(dict.fromkeys([*(e["waiter"] for e in targets), *(e["on"] for e in targets)]))
+    if not names:
+        return ""
+    width, box_w, box_h, gap = 720, 150, 36, 90
+    xs = {n: 20 + i * (width - box_w - 40) / max(len(names) - 1, 1) for i, n in enumerate(names)}
+    parts = [
+        f'<svg width="{width}" height="{box_h + 2 * gap + 40}" xmlns="http://www.w3.org/2000/svg" '
+        'font-family="sans-serif" font-size="12"><defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" '
+        'markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z"/></marker></defs>'
+    ]
+    y = gap
+    for name, x in xs.items():
+        parts.append(
+            f'<rect x="{x:.0f}" y="{y}" width="{box_w}" height="{box_h}" rx="6" fill="#eef3fb" stroke="#446"/>'
+        )
+        parts.append(f'<text x="{x + box_w / 2:.0f}" y="{y + 22}" text-anchor="middle">{esc(name)}</text>')
+    for i, e in enumerate(targets):
+        a, b = xs[e["waiter"]] + box_w / 2, xs[e["on"]] + box_w / 2
+        up = i % 2 == 0
+        edge_y = y if up else y + box_h
+        bend = edge_y - gap * 0.8 if up else edge_y + gap * 0.8
+        if a == b:
+            a, b = a - 30, a + 30
+        parts.append(f'<path d="M {a:.0f} {edge_y} Q {(a + b) / 2:.0f} {bend:.0f} {b:.0f} {edge_y}" fill="none" '
+                     'stroke="#a33" stroke-width="2" marker-end="url(#arrow)"/>')  # fmt: skip
+        label = f"{e['waiters']} of {e['of']}: {100 * e['blocked']['median']:.0f} %"
+        parts.append(
+            f'<text x="{(a + b) / 2:.0f}" y="{(edge_y + bend) / 2:.0f}" text-anchor="middle">{esc(label)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)

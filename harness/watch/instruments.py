@@ -107,7 +107,8 @@ class Instruments:
         sched = {key: t.samples for key, t in self.procstat.threads.items()}
         where = breakdown.build(edges, timelines, sched)
         metrics, series = signals.collect(where, procs, assigned, timelines, entries, sched, self.program)
-        metrics.update(waits.metrics(self.waits.samples, assigned))
+        wakeups = {int(pid): row.get("wakeups_hz", 1.0) for pid, row in metrics.get("watch_procs", {}).items()}
+        metrics.update(waits.metrics(self.waits.samples, assigned, wakeups))
         return metrics, series
 
     def window(self) -> float:

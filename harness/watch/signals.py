@@ -80,6 +80,20 @@ def _top_sites(lines: Sequence[ThreadTimeline]) -> dict[str, str]:
     return {category: site for category, (_, site) in best.items()}
 
 
+def _busiest_thread(breakdown: Breakdown, pid: int) -> str | None:
+    """'<name> <busy> %': the process's thread busiest for the largest share of its own time,
+    so one saturated thread is not diluted by the idle ones beside it in the shares."""
+    best: tuple[float, str] | None = None
+    for (p, tid), arr in breakdown.threads.items():
+        total = float(arr.sum())
+        if p != pid or total <= 0:
+            continue
+        busy = float(arr[:, _BUSY_COLS].sum()) / total
+        if best is None or busy > best[0]:
+            best = (busy, str(breakdown.names.get((p, tid), tid)))
+    return f"{best[1]} {100 * best[0]:.0f} %" if best else None
+
+
 def _pct(values: Mapping[str, float]) -> dict[str, float]:
     return {k: round(100.0 * v, 1) for k, v in values.items()}
 
@@ -114,6 +128,7 @@ def collect(
             **{k: round(v, 3) for k, v in rates[pid].items()},
             **({"pct": _pct(shares(arr))} if arr.sum() > 0 else {}),
             **({"sites": _top_sites(by_pid[pid])} if pid in by_pid else {}),
+            **({"busiest_thread": top} if (top := _busiest_thread(breakdown, pid)) else {}),
         }
     busiest = sorted(table, key=lambda p: -float(table[p].get("cpu_cores", 0.0)))[:PROCESS_TABLE_MAX]
     metrics["watch_procs"] = {p: table[p] for p in busiest}

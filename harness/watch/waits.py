@@ -26,8 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from harness.model.stats import spread_summary
 from harness.monitors.waits import WaitSamples
 
 MIN_ACTIVE_CORES = 0.02  # a holder that used less CPU than this is not who a process waits on
@@ -35,7 +34,8 @@ ACTIVE_OF_TOP = 0.5  # of several holders, those within half the busiest one's C
 # semaphore (the suite's main, on 0.14 cores) holds it beside the server that posts it (0.32)
 MIN_EDGE_SHARE = 0.05  # edges under this share of a process's time are left out
 VIA = {"pipe": "a pipe", "socket": "a socket", "shm": "a shared semaphore or lock"}
-IDLE_BY_DESIGN = ("child", "sleep")  # a parent in join(), a timer: waits nobody can shorten
+IDLE_BY_DESIGN = ("child", "sleep")
+DORMANT_HZ = 1.0  # a worker woken less often than this is not in a pipeline's loop  # a parent in join(), a timer: waits nobody can shorten
 
 
 @dataclass(frozen=True)
@@ -124,19 +124,6 @@ def blocked_share(samples: WaitSamples, pid: int) -> float | None:
     return 1.0 - sum(states) / len(states) if states else None
 
 
-def summary(value: list[float]) -> dict[str, float]:
-    """count, quantiles and extremes: evidence over many processes, not one row each."""
-    x = np.asarray(value, dtype=float)
-    return {
-        "count": int(x.size),
-        "min": round(float(x.min()), 3),
-        "p25": round(float(np.quantile(x, 0.25)), 3),
-        "median": round(float(np.median(x)), 3),
-        "p75": round(float(np.quantile(x, 0.75)), 3),
-        "max": round(float(x.max()), 3),
-    }
-
-
 def by_role(found: list[Edge], roles: Mapping[int, str], pids_of_role: Mapping[str, list[int]]) -> list[dict[str, Any]]:
     """Edges summed over roles: for each (waiting role, what it waits on), how many of the
     role's processes wait so, and their shares summarised."""
@@ -164,11 +151,21 @@ def by_role(found: list[Edge], roles: Mapping[int, str], pids_of_role: Mapping[s
                 "on": target,
                 "via": via,
                 "peers": sorted(peer_pids[(role, target, via)]),
-                "blocked": summary(values),
+                "blocked": spread_summary(values),
                 "idle_by_design": via in IDLE_BY_DESIGN,
             }
         )
     return sorted(out, key=lambda e: -e["blocked"]["median"] * e["waiters"])
+
+
+def _short(edge: Edge, roles: Mapping[int, str]) -> str:
+    """One process's strongest wait: 'server 812 94 % (a shared semaphore or lock)'."""
+    if edge.peers:
+        who = " ".join(f"{roles.get(p, '?')} {p}" for p in edge.peers[:2]) + (" ..." if len(edge.peers) > 2 else "")
+    else:
+        who = {"thread": "its own threads", "child": "a child's exit", "sleep": "a sleep"}.get(edge.via, "?")
+    how = f" ({VIA[edge.via]})" if edge.via in VIA else ""
+    return f"{who} {100 * edge.share:.0f} %{how}"
 
 
 def describe(edge: Mapping[str, Any]) -> str:
@@ -186,11 +183,17 @@ def describe(edge: Mapping[str, Any]) -> str:
     return f"{who} -> {target}: {100 * share['median']:.0f} % of the time (median{spread}){how}"
 
 
-def metrics(samples: WaitSamples, roles: Mapping[int, str]) -> dict[str, Any]:
-    """The record's view: `watch_waits` (the role edges, described) and `waits_on` (what
-    the workers wait on, for IDLE_WORKERS and PIPELINE_BOUND: the role and pids the largest
-    edge of theirs leads to, and its median share)."""
-    from harness.watch.roles import IGNORED, WORKERS
+def metrics(
+    samples: WaitSamples, roles: Mapping[int, str], wakeups: Mapping[int, float] | None = None
+) -> dict[str, Any]:
+    """The record's view: `watch_waits` (the role edges, described); `waits_on` (what the
+    workers wait on, for IDLE_WORKERS: the role and pids the largest edge of theirs leads
+    to, and its median share); where workers and one server wait on each other, the
+    pipeline's shares PIPELINE_BOUND reads (`client_wait_share`: the workers' median share
+    blocked on the server, `server_idle_share`: the server's share blocked on the workers);
+    `worker_dormant`: workers that woke less than once a second (`wakeups`, pid -> Hz:
+    evaluation envs between evaluations, or workers never given work)."""
+    from harness.watch.roles import IGNORED, SERVER, WORKERS
 
     program = [pid for pid, role in roles.items() if role not in IGNORED]
     if not samples.passes or not program:
@@ -198,11 +201,26 @@ def metrics(samples: WaitSamples, roles: Mapping[int, str]) -> dict[str, Any]:
     pids_of_role: dict[str, list[int]] = defaultdict(list)
     for pid in program:
         pids_of_role[roles[pid]].append(pid)
-    found = by_role(edges(samples, program), roles, pids_of_role)
+    each = edges(samples, program)
+    found = by_role(each, roles, pids_of_role)
     out: dict[str, Any] = {"watch_waits": [{**e, "text": describe(e)} for e in found]}
+    strongest: dict[int, Edge] = {}
+    for edge in each:  # strongest first
+        strongest.setdefault(edge.waiter, edge)
+    out["watch_waits_procs"] = {str(pid): _short(edge, roles) for pid, edge in strongest.items()}
     workers = [e for e in found if e["waiter"] == WORKERS]
     if workers:
         top = max(workers, key=lambda e: e["blocked"]["median"])
         out["waits_on"] = {"role": top["on"], "pids": top["peers"], "blocked": top["blocked"]["median"], "via": top["via"],
-                           "waiters": top["waiters"], "of": top["of"], "idle_by_design": top["idle_by_design"]}  # fmt: skip
+                           "waiters": top["waiters"], "of": top["of"], "idle_by_design": top["idle_by_design"],
+                           "text": describe(top)}  # fmt: skip
+        to_server = [e for e in workers if e["on"] == SERVER]
+        from_server = [e for e in found if e["waiter"] == SERVER and e["on"] == WORKERS]
+        if to_server and pids_of_role.get(SERVER):
+            out["client_wait_share"] = to_server[0]["blocked"]["median"]
+            out["server_idle_share"] = from_server[0]["blocked"]["median"] if from_server else 0.0
+    if wakeups is not None:
+        dormant = [p for p in pids_of_role.get(WORKERS, []) if wakeups.get(p, 1.0) < DORMANT_HZ]
+        if dormant:
+            out["worker_dormant"] = sorted(dormant)
     return out

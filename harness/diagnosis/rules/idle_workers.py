@@ -15,12 +15,15 @@ Where the busiest other process is a server beside the workers (`waited_on`, har
 watch's roles) using at least BUSY_MAIN_PCT of a core, the finding names it first: workers
 blocked on the replies of a busy inference server are a server-bound pipeline, not a bad
 split (a watched self-play cell read 8 of 8 workers idle beside a server on 133 % of a core,
-and the split remedy alone sent the reader to the wrong process).
+and the split remedy alone sent the reader to the wrong process). Where harness watch read
+what the workers block on (`waits_on`, harness.watch.waits: the other end of their pipe,
+socket or shared semaphore), the finding names that process and drops the alternatives.
 """
 
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding, fmt
+from harness.model.stats import spread_summary
 from harness.runs.view import RunView
 
 RULE = "IDLE_WORKERS"
@@ -29,6 +32,7 @@ IDLE_WAIT_PCT = 90.0
 IDLE_CPU_PCT = 5.0
 IDLE_SHARE = 0.5
 BUSY_MAIN_PCT = 50.0
+LIST_MAX = 8  # more workers than this: their CPU as count, quantiles and extremes, not pid by pid
 REMEDY = (
     "check how work is split: total // workers is 0 per worker once workers > total; split_work(total, workers) "
     "gives the first total % workers one unit more and starts no worker with nothing to do. If the workers "
@@ -57,12 +61,25 @@ def check(view: RunView) -> list[Finding]:
         rate_value = cell.median(rate) if rate else None
         main = cell.median(words.signal("main_cpu_pct"))
         waited = cell.first(words.signal("waited_on"))
+        edge = cell.first(words.signal("waits_on"))
+        dormant = cell.first(words.signal("worker_dormant"))
+        dormant = [str(p) for p in dormant] if isinstance(dormant, list) else []
         remedy = words.remedy("idle_workers", REMEDY)
-        if isinstance(waited, dict) and waited.get("role") == "server" and (waited.get("cpu_pct") or 0) >= BUSY_MAIN_PCT:
+        if isinstance(edge, dict) and edge.get("pids") and not edge.get("idle_by_design"):
+            # read from /proc: the other end of what they block on, no guess left to hedge
+            remedy = (
+                f"they wait on {edge.get('text')} (read from /proc): that is the bottleneck; see where its time goes, "
+                "give it more compute, or batch more per call"
+            )
+            waited = edge
+        elif (
+            isinstance(waited, dict)
+            and waited.get("role") == "server"
+            and (waited.get("cpu_pct") or 0) >= BUSY_MAIN_PCT
+        ):
             remedy = (
                 f"they wait on the server, pid {waited.get('pid')} on {fmt(waited.get('cpu_pct'))} % of a core: it is the "
-                "bottleneck (see where its time goes); give it more compute or batch more per call. Otherwise "
-                + remedy
+                "bottleneck (see where its time goes); give it more compute or batch more per call. Otherwise " + remedy
             )
         if rate_value:
             progress = f"while it reports {fmt(rate_value)} {rate}"
@@ -70,6 +87,9 @@ def check(view: RunView) -> list[Finding]:
             progress = f"while its other processes use {fmt(main)} % of a core"
         else:
             continue
+        asleep = [p for p in idle if p in dormant]
+        if asleep:  # woken less than once a second: evaluators between evaluations, or never given work
+            progress += f"; {len(asleep)} of them woke less than once a second (idle by design, or never given work)"
         out.append(
             Finding(
                 RULE,
@@ -79,7 +99,7 @@ def check(view: RunView) -> list[Finding]:
                 f"{IDLE_CPU_PCT:g} % of a core) {progress}: "
                 f"{remedy}",
                 {
-                    name: workers,
+                    name: workers if len(workers) <= LIST_MAX else spread_summary(list(loads.values())),
                     "idle_workers": len(idle),
                     "workers": len(loads),
                     rate or "rate": rate_value,
