@@ -274,9 +274,7 @@ class Vocabulary:
         generic = sorted(
             n
             for n in metric_names
-            if n.endswith(("_per_s", "_per_min"))
-            and "_drift_" not in n
-            and n.removesuffix("_per_min") + "_per_s" not in invalid
+            if n.endswith(("_per_s", "_per_min")) and "_drift_" not in n and n.removesuffix("_per_min") + "_per_s" not in invalid
         )
         return generic[0] if generic else None
 

@@ -22,11 +22,7 @@ def export(run_dir: Path, out: Path, metrics: list[str] | None = None) -> tuple[
     _, found = measurements(run_dir, metrics)
     document: dict[str, dict[str, dict[str, float]]] = {}
     for m in found:
-        document.setdefault(m.benchmark, {})[m.metric] = {
-            "value": m.median,
-            "lower_value": m.low,
-            "upper_value": m.high,
-        }
+        document.setdefault(m.benchmark, {})[m.metric] = {"value": m.median, "lower_value": m.low, "upper_value": m.high}
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, json.dumps(document, indent=2) + "\n", "the Bencher export")
     return len(found), []

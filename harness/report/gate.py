@@ -100,9 +100,7 @@ def markdown(result: dict[str, Any]) -> str:
             f"when the budget ran out first (raw slices: `{result['against']['ab']}`)"
         )
     else:
-        lines.append(
-            "- speed checks fail only when the whole interval of the ratio of medians lies beyond the tolerance"
-        )
+        lines.append("- speed checks fail only when the whole interval of the ratio of medians lies beyond the tolerance")
     lines.append("")
     lines += [f"- note: {note}" for note in result["notes"]]
     if result["notes"]:

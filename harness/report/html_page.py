@@ -17,7 +17,6 @@ from harness.report import evidence
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 
-
 class Raw(str):
     """Markup this module built itself (already escaped); any other str is escaped."""
 

@@ -111,9 +111,7 @@ def render(records: list[Record], console: Console) -> None:
                 if h == "most time at":
                     table.add_column(h, no_wrap=True, overflow="ellipsis", max_width=44)
                 else:
-                    table.add_column(
-                        HEADS.get(h, h.removesuffix(" %")), justify="left" if h in ("role", "entry") else "right"
-                    )
+                    table.add_column(HEADS.get(h, h.removesuffix(" %")), justify="left" if h in ("role", "entry") else "right")
             for row in body:
                 table.add_row(*(_cell(v) for v in row))
             console.print(table)

@@ -142,9 +142,7 @@ def _split_gil(out: Breakdown, sched: Mapping[tuple[int, int], list[tuple[float,
             busy = arr[:, _BUSY].sum(axis=1)
             busy_rate = np.divide(busy, covered, out=np.zeros_like(busy), where=covered > 0)
             cpu_rate = np.divide(on_cpu, spanned, out=np.zeros_like(on_cpu), where=spanned > 0)
-            waiting = np.clip(
-                1.0 - np.divide(cpu_rate, busy_rate, out=np.ones_like(busy), where=busy_rate > 0), 0.0, 1.0
-            )
+            waiting = np.clip(1.0 - np.divide(cpu_rate, busy_rate, out=np.ones_like(busy), where=busy_rate > 0), 0.0, 1.0)
             idle = busy * waiting
             idle[(spanned < MIN_SPANNED * widths) | (busy_threads < 2)] = 0.0
             # A GIL waiter wakes every switch interval (5 ms) to ask for it; a thread asleep

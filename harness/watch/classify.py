@@ -125,8 +125,6 @@ def entry_function(frames: Sequence[Frame]) -> str | None:
     `BaseProcess.run` calls (its target; `worker` for a Pool), else the outermost frame's
     function. Processes that share it share a role (workers)."""
     for i, frame in enumerate(frames):
-        if _function(frame.name) == "run" and frame.filename.replace(os.sep, "/").endswith(
-            "/multiprocessing/process.py"
-        ):
+        if _function(frame.name) == "run" and frame.filename.replace(os.sep, "/").endswith("/multiprocessing/process.py"):
             return frames[i - 1].name if i > 0 else None
     return frames[-1].name if frames else None

@@ -4,7 +4,8 @@ and get the combined metrics, series and cost.
 Used two ways: `harness watch` (harness.running.watching) around a command or a running PID,
 and the cell runner around every cell of a suite that sets `Suite.watch` (a program the
 suite only launches). The parts: py-spy stacks (harness.monitors.stacks), /proc traffic
-and scheduling (harness.monitors.procstat), what blocked threads wait on (harness.monitors.waits), the torch hook (harness.monitors.torch_calls),
+and scheduling (harness.monitors.procstat), what blocked threads wait on
+(harness.monitors.waits), the torch hook (harness.monitors.torch_calls),
 rates in the log (harness.monitors.logrates). Their own CPU is summed into `watch_cpu_s`
 and `watch_cpu_pct` (% of one core over the time watched); the torch hook's time is spent
 inside the program and reported apart (`torch_hook_s`).

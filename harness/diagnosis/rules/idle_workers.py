@@ -72,14 +72,11 @@ def check(view: RunView) -> list[Finding]:
                 "give it more compute, or batch more per call"
             )
             waited = edge
-        elif (
-            isinstance(waited, dict)
-            and waited.get("role") == "server"
-            and (waited.get("cpu_pct") or 0) >= BUSY_MAIN_PCT
-        ):
+        elif isinstance(waited, dict) and waited.get("role") == "server" and (waited.get("cpu_pct") or 0) >= BUSY_MAIN_PCT:
             remedy = (
                 f"they wait on the server, pid {waited.get('pid')} on {fmt(waited.get('cpu_pct'))} % of a core: it is the "
-                "bottleneck (see where its time goes); give it more compute or batch more per call. Otherwise " + remedy
+                "bottleneck (see where its time goes); give it more compute or batch more per call. Otherwise "
+                + remedy
             )
         if rate_value:
             progress = f"while it reports {fmt(rate_value)} {rate}"
