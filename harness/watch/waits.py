@@ -215,7 +215,7 @@ def metrics(
                            "waiters": top["waiters"], "of": top["of"], "idle_by_design": top["idle_by_design"],
                            "text": describe(top)}  # fmt: skip
         to_server = [e for e in workers if e["on"] == SERVER]
-        from_server = [e for e in found if e["waiter"] == SERVER and e["on"] == WORKERS]
+        from_server = [e for e in found if e["waiter"] == SERVER and WORKERS in e["on"].split("+")]
         if to_server and pids_of_role.get(SERVER):
             out["client_wait_share"] = to_server[0]["blocked"]["median"]
             out["server_idle_share"] = from_server[0]["blocked"]["median"] if from_server else 0.0

@@ -40,3 +40,35 @@ def test_a_blocked_process_waits_on_the_holder_of_the_other_end(kind, via):
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def test_idle_workers_name_the_process_at_the_other_end_and_hedge_no_more():
+    from tests.harness.test_watch_parts import findings_of
+
+    edge = {"role": "server", "pids": [812], "blocked": 0.94, "via": "shm", "idle_by_design": False,
+            "text": "8 of 8 workers -> server (pid 812): 94 % of the time (median; 90-97 %)"}  # fmt: skip
+    cpu = {str(p): 3.0 for p in range(10)}
+    idle = {"worker_wait_pct": {p: 97.0 for p in cpu}, "worker_cpu_pct": cpu, "main_cpu_pct": 90.0}
+    (found,) = findings_of({**idle, "waits_on": edge, "worker_dormant": [0, 1]})
+    assert "they wait on 8 of 8 workers -> server (pid 812)" in found.hint
+    assert "Otherwise" not in found.hint and "total // workers" not in found.hint
+    assert "2 of them woke less than once a second" in found.hint
+    assert found.evidence["worker_cpu_pct"] == {"count": 10, "min": 3.0, "p25": 3.0, "median": 3.0, "p75": 3.0,
+                                                "max": 3.0}  # fmt: skip
+
+
+def test_a_pipelines_shares_come_from_its_edges():
+    from harness.monitors.waits import Wait, WaitSamples
+    from harness.watch.waits import metrics
+
+    worker, server = 11, 12
+    on_server, on_workers = Wait("futex", ("shm:0:5",)), Wait("read", ("pipe:7",))
+    samples = WaitSamples(
+        passes=[(t, {worker: (False, [on_server]), server: (t % 4 == 0, [on_workers])}) for t in range(20)],
+        holders={"shm:0:5": {worker: "m", server: "m"}, "pipe:7": {worker: "w", server: "r"}},
+        cpu={worker: (0.0, 0.0, 10.0, 1.0), server: (0.0, 0.0, 10.0, 8.0)},
+    )
+    found = metrics(samples, {worker: "workers", server: "server"}, {worker: 50.0})
+    assert found["client_wait_share"] == 1.0 and found["server_idle_share"] == 0.75
+    assert found["waits_on"]["role"] == "server" and found["waits_on"]["pids"] == [server]
+    assert "worker_dormant" not in found
