@@ -262,6 +262,12 @@ class Experiment:
         try:
             launch_s = inst.wait_started(opts.start_timeout_s, 0.02)
             warmup_s = self._warm_up(inst)
+            if self.counter is None and opts.io_group is None:
+                raise CellFailed(
+                    f"the program counted no progress in {warmup_s:.0f} s, so no period can have a rate: say where "
+                    "its progress is (--progress REGEX, --progress-file, JSON count lines) or count a group's "
+                    "system calls (--io-counter GROUP)"
+                )
             self._regroup(inst)
             if control is not None:
                 self.groups[CONTROL] = [control.pid]
