@@ -55,6 +55,7 @@ from harness.watch.waits import edges as wait_edges
 FREE = "(none)"  # the period with nothing slowed
 CONTROL = "(control)"  # a sleeping process of the harness's, slowed like a group: the method's own effect
 PROGRESS_EVERY_S = 10.0
+MIN_CPU_CORES = 0.05  # a group using less with nothing slowed has no CPU share worth comparing
 BALLAST_SPARE = 1  # sleepers beyond the largest group: a free period stops at least one process
 
 
@@ -138,6 +139,23 @@ class CausalResult:
                 out[name] = values[len(values) // 2]
         return out
 
+    def cpu_kept(self) -> dict[str, float]:
+        """Each group's CPU in its slowed periods over the mean of the free periods either
+        side (median over rounds): a CPU-bound group stopped f of the time should keep about
+        1 - f; one that keeps much more had its stops given back by the scheduler (more
+        runnable threads than cores), and its sensitivity understates what faster code buys."""
+        out = {}
+        for name in self.groups:
+            ratios = sorted(
+                p.cpu_cores[name] / free
+                for a, p, b in zip(self.periods, self.periods[1:], self.periods[2:], strict=False)
+                if p.group == name and a.group == FREE and b.group == FREE and name in p.cpu_cores
+                and (free := (a.cpu_cores.get(name, 0.0) + b.cpu_cores.get(name, 0.0)) / 2) >= MIN_CPU_CORES
+            )  # fmt: skip
+            if ratios:
+                out[name] = ratios[len(ratios) // 2]
+        return out
+
     def to_json(self) -> dict[str, Any]:
         experiment_s = max(self.wall_s - self.launch_s - self.warmup_s, 1e-9)
         return {
@@ -152,6 +170,7 @@ class CausalResult:
             "free_rate": self.free_rate(),
             "utilisation_cores": self.utilisation(),
             "achieved_fraction": self.achieved_fraction(),
+            "cpu_kept": self.cpu_kept(),
             "sensitivity": [s.to_json() for s in self.sensitivities],
             "cost": {
                 "stopper_cpu_s": self.stopper_cpu_s,

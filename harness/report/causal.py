@@ -14,6 +14,7 @@ from harness.report.terminal import console_for_stdout
 from harness.watch.waits import describe
 
 STYLE = {"critical": "bold", "competes": "yellow"}
+GIVEN_BACK = 0.2  # kept this much more CPU than 1 - f: the stops were given back
 MEANING = {
     "critical": "on the critical path: the program goes as fast as it does",
     "slack": "has slack: speeding it up buys nothing",
@@ -33,6 +34,7 @@ def rows(result: dict[str, Any], faster: float = 0.1) -> list[list[str]]:
     out = []
     util = result.get("utilisation_cores") or {}
     achieved = result.get("achieved_fraction") or {}
+    kept = result.get("cpu_kept") or {}
     for s in sorted(result.get("sensitivity") or [], key=lambda s: -(s.get("estimate") or -math.inf)):
         group = s["group"]
         est, low, high = s["estimate"], s["low"], s["high"]
@@ -45,6 +47,7 @@ def rows(result: dict[str, Any], faster: float = 0.1) -> list[list[str]]:
                 str(len(result["groups"].get(group) or [])),
                 f"{util[group]:.2f}" if group in util else "-",
                 f"{achieved[group]:.2f}" if group in achieved else "-",
+                f"{kept[group]:.2f}" if group in kept else "-",
                 f"{est:+.2f}",
                 _span(low, high),
                 str(s["n"]),
@@ -66,14 +69,23 @@ def render_causal(result: dict[str, Any], console: Console | None = None) -> Non
         else "causal profile: no rate was measured"
     )
     table = Table(title=title, title_justify="left")
-    for col in ("group", "procs", "cores", "f held", "sensitivity", "95 % interval", "rounds", "10 % faster buys",
-                "verdict"):  # fmt: skip
+    for col in ("group", "procs", "cores", "f held", "CPU kept", "sensitivity", "95 % interval", "rounds",
+                "10 % faster buys", "verdict"):  # fmt: skip
         table.add_column(col, justify="left" if col in ("group", "verdict", "95 % interval") else "right")
     for row in rows(result):
         table.add_row(*(escape(x) for x in row), style=STYLE.get(row[-1]))
     console.print(table)
     for verdict in dict.fromkeys(r[-1] for r in rows(result)):
         console.print(f"  {verdict}: {MEANING.get(verdict, '')}", markup=False, highlight=False)
+    opts_f = result["options"]["fraction"]
+    for group, share in (result.get("cpu_kept") or {}).items():
+        if share > 1 - opts_f + GIVEN_BACK and (result.get("utilisation_cores") or {}).get(group, 0) >= 0.2:
+            console.print(
+                f"  {group}: stopped {opts_f:g} of the time, it kept {share:.2f} of its CPU: the scheduler gave the stops "
+                "back (more runnable threads than cores); the cores, not its code alone, limit it, and its sensitivity "
+                "understates what faster code would buy",
+                markup=False, highlight=False,
+            )  # fmt: skip
     for edge in result.get("waits") or []:
         if edge["blocked"]["median"] >= 0.05:
             console.print(f"  waits: {describe(edge)}", markup=False, highlight=False)
