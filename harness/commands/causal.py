@@ -15,7 +15,7 @@ from harness.commands import options
 from harness.errors import UserError
 
 if TYPE_CHECKING:
-    from harness.causal.experiment import CausalOptions, CausalResult
+    from harness.causal.result import CausalOptions, CausalResult
     from harness.commands.program import Program
     from harness.runs.store import RunStore
 
@@ -60,7 +60,7 @@ def causal(
 ) -> int:
     """Which group of processes limits the throughput, and what speeding it up would buy:
     slow each group in turn (SIGSTOP f of every cycle) and measure the loss."""
-    from harness.causal.experiment import CausalOptions
+    from harness.causal.result import CausalOptions
 
     opts = CausalOptions(fraction=fraction, cycle_s=cycle_ms / 1000, period_s=period, settle_s=settle, budget_s=budget,
                          width=width, seed=seed, control=control, io_group=io_counter, warmup_s=warmup)  # fmt: skip
