@@ -141,7 +141,8 @@ def main(
         return 1
     write(store, result)
     store.update_meta(ended=utc_now(), state="finished")
-    render_causal(result.to_json())
+    words = get_suite(cell.suite).words
+    render_causal(result.to_json(), remedy=lambda symptom, default: words.remedy(symptom, default, cell.params))
     print(f"written: {store.root / CAUSAL_JSON}")
     return 0
 

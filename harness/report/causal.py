@@ -4,6 +4,7 @@ each group's sensitivity with its interval, what speeding it up would buy, and t
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -58,7 +59,39 @@ def rows(result: dict[str, Any], faster: float = 0.1) -> list[list[str]]:
     return out
 
 
-def render_causal(result: dict[str, Any], console: Console | None = None) -> None:
+# which remedy of the suite's (Vocabulary.remedies) a critical group's name calls for, and the
+# generic advice where the suite has none
+REMEDY_OF = {
+    "server": ("pipeline.server_bound", "more compute for the server: threads, batches computed at once, a faster device"),
+    "workers": ("pipeline.worker_bound", "more workers where cores are free, or less work per item in each"),
+}
+COMPETES = "it competes for cores, locks or the GIL: block instead of polling (see BUSY_WAIT), or give it fewer cores"
+
+
+def conclusion(result: dict[str, Any], remedy: Callable[[str, str], str] | None = None) -> list[str]:
+    """The bottleneck named by its measured sensitivity, the wait edges into it, and what to
+    change: one line per critical group, one per group that competes."""
+    lines = []
+    edges = result.get("waits") or []
+    for s in sorted(result.get("sensitivity") or [], key=lambda s: -s["estimate"]):
+        group, verdict = s["group"], s["verdict"]
+        if verdict not in ("critical", "competes") or group.startswith("("):
+            continue
+        span = f"{s['estimate']:+.2f} [{s['low']:+.2f}, {s['high']:+.2f}]"
+        if verdict == "critical":
+            into = [describe(e) for e in edges if group in e["on"].split("+") and e["blocked"]["median"] >= 0.1]
+            symptom, default = REMEDY_OF.get(group, ("", "see where its time goes (harness watch), and make it cheaper"))
+            advice = remedy(symptom, default) if remedy and symptom else default
+            why = f"; {'; '.join(into)}" if into else ""
+            lines.append(f"bottleneck: {group}, sensitivity {span}{why}: {advice}")
+        else:
+            lines.append(f"competes: {group}, sensitivity {span}: slowing it speeds the program up; {COMPETES}")
+    return lines
+
+
+def render_causal(
+    result: dict[str, Any], console: Console | None = None, remedy: Callable[[str, str], str] | None = None
+) -> None:
     console = console or console_for_stdout()
     opts = result["options"]
     title = (
@@ -94,6 +127,8 @@ def render_causal(result: dict[str, Any], console: Console | None = None) -> Non
         halves = ", ".join("-" if h is None else f"{h:.2f}" for h in check["calls_per_unit"])
         console.print(f"  the calls counted per {check['counter']} the program logged, first and second half: {halves}",
                       markup=False, highlight=False)  # fmt: skip
+    for line in conclusion(result, remedy):
+        console.print(f"  {line}", markup=False, highlight=False)
     cost = result["cost"]
     ended = "every interval narrow enough" if result["reason"] == "narrow" else "budget spent"
     console.print(

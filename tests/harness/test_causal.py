@@ -182,3 +182,23 @@ def test_no_process_of_the_program_is_left_stopped_when_the_harness_ends_mid_exp
         for proc in program():
             proc.resume()
             proc.kill()
+
+
+def test_the_conclusion_names_the_bottleneck_the_edges_into_it_and_the_suites_remedy():
+    from harness.report.causal import conclusion
+
+    def sens(group, est, low, high, verdict):
+        return {"group": group, "estimate": est, "low": low, "high": high, "verdict": verdict, "n": 20}
+
+    edge = {"waiter": "workers", "waiters": 8, "of": 8, "on": "server", "via": "shm", "peers": [9],
+            "blocked": {"count": 8, "min": 0.8, "median": 0.9, "max": 0.95}}  # fmt: skip
+    result = {
+        "sensitivity": [sens("server", 0.95, 0.85, 1.05, "critical"), sens("main", -0.5, -0.8, -0.2, "competes"),
+                        sens("workers", 0.1, -0.05, 0.18, "slack")],
+        "waits": [edge],
+    }  # fmt: skip
+    told = []
+    lines = conclusion(result, lambda symptom, default: told.append(symptom) or "more server_threads")
+    assert lines[0].startswith("bottleneck: server, sensitivity +0.95 [+0.85, +1.05]; 8 of 8 workers -> server (pid 9)")
+    assert lines[0].endswith("more server_threads") and told == ["pipeline.server_bound"]
+    assert lines[1].startswith("competes: main") and len(lines) == 2
