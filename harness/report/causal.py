@@ -111,12 +111,14 @@ def render_causal(
     for verdict in dict.fromkeys(r[-1] for r in rows(result)):
         console.print(f"  {verdict}: {MEANING.get(verdict, '')}", markup=False, highlight=False)
     opts_f = result["options"]["fraction"]
+    verdicts = {s["group"]: s["verdict"] for s in result.get("sensitivity") or []}
     for group, share in (result.get("cpu_kept") or {}).items():
-        if share > 1 - opts_f + GIVEN_BACK and (result.get("utilisation_cores") or {}).get(group, 0) >= 0.2:
+        busy = (result.get("utilisation_cores") or {}).get(group, 0) >= 0.2
+        if share > 1 - opts_f + GIVEN_BACK and busy and verdicts.get(group) in ("between", "critical"):
             console.print(
-                f"  {group}: stopped {opts_f:g} of the time, it kept {share:.2f} of its CPU: the scheduler gave the stops "
-                "back (more runnable threads than cores); the cores, not its code alone, limit it, and its sensitivity "
-                "understates what faster code would buy",
+                f"  {group}: stopped {opts_f:g} of the time, it kept {share:.2f} of its CPU: the scheduler gave it the "
+                "stopped time back (more runnable threads than cores), so its sensitivity understates what faster "
+                "code would buy; the cores are the limit",
                 markup=False, highlight=False,
             )  # fmt: skip
     for edge in result.get("waits") or []:
