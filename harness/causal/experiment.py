@@ -174,7 +174,7 @@ class Experiment:
             ballast += [_start_sleeper() for _ in range(max(len(p) for p in self.groups.values()) + BALLAST_SPARE)]
             self._ballast = [b.pid for b in ballast]
             names = ", ".join(f"{g} ({len(p)})" for g, p in self.groups.items())
-            self.announce(f"groups: {names}; counter {self.counter}; {opts.period_s:g} s periods, f {opts.fraction:g} "
+            self.announce(f"groups: {names}; counter {self.counter}; {opts.period_s:g} s periods, {opts.mode} f {opts.fraction:g} "
                           f"of every {1000 * opts.cycle_s:g} ms")  # fmt: skip
             stopper.start()
             waits.start(inst.proc.pid)
@@ -288,8 +288,8 @@ class Experiment:
     def _period(self, inst: Instance, stopper: Stopper, index: int, name: str) -> None:
         pids = self.groups.get(name, []) if name != FREE else []
         # the same number of processes stopped and continued in every period, free ones too
-        stats = stopper.switch(pids + self._ballast[: max(0, len(self._ballast) - len(pids))], self.opts.fraction,
-                               self.opts.cycle_s)  # fmt: skip
+        ballast = self._ballast[: max(0, len(self._ballast) - len(pids))]
+        stats = stopper.switch(pids, self.opts.fraction, self.opts.cycle_s, ballast, self.opts.mode)
         now = time.monotonic()
         cpu = _group_cpu(self.groups, self._handles)
         if self.periods:
@@ -317,6 +317,7 @@ class Experiment:
     ) -> None:
         period.ended, period.ended_wall = now, time.time()
         period.stopped_s, period.slowed_s, period.cycles = stats.stopped_s, stats.slowed_s, stats.cycles
+        period.fraction = stats.fraction
         length = max(now - period.started, 1e-9)
         period.cpu_cores = {g: (after.get(g, 0.0) - before.get(g, 0.0)) / length for g in after}
 
@@ -381,7 +382,9 @@ class Experiment:
             if before.rate is None or after.rate is None or not after.ended:
                 continue
             free = (before.rate + after.rate) / 2
-            values.setdefault(period.group, []).append(observation(free, period.rate, period.fraction or 0.0))
+            # a group that used no CPU in debt mode was never stopped: its slowdown is the nominal one, costing nothing
+            held = period.fraction if period.fraction is not None else self.opts.fraction
+            values.setdefault(period.group, []).append(observation(free, period.rate, held))
         return [estimate(name, vals) for name, vals in values.items() if vals]
 
     @staticmethod

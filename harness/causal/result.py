@@ -17,7 +17,8 @@ MIN_CPU_CORES = 0.05  # a group using less with nothing slowed has no CPU share 
 class CausalOptions:
     """The experiment's layout; the defaults are measured in docs/benchmarks.md ("Causal profile")."""
 
-    fraction: float = 0.5  # share of each cycle a slowed group is held stopped
+    fraction: float = 0.5  # share of its time (duty) or busy time (debt) a slowed group is held stopped
+    mode: str = "debt"  # debt: each process stopped for what its CPU owes; duty: the group, f of every cycle
     cycle_s: float = 0.02  # one stop plus one run
     period_s: float = (
         0.5  # one period: short periods, many rounds (the machine's noise is as large at 0.25 s as at 4 s)
@@ -47,11 +48,8 @@ class Period:
     stopped_s: float = 0.0
     slowed_s: float = 0.0
     cycles: int = 0
+    fraction: float | None = None  # the share the group was held stopped (harness.causal.stopper.PhaseStats)
     cpu_cores: dict[str, float] = field(default_factory=dict)  # each group's CPU over the period
-
-    @property
-    def fraction(self) -> float | None:
-        return self.stopped_s / self.slowed_s if self.slowed_s > 0 else None
 
 
 @dataclass
@@ -136,5 +134,5 @@ class CausalResult:
             "waits": self.waits,
             "io_check": self.io_check,
             "throughput": f"read+write calls of {self.options.io_group}" if self.options.io_group else self.counter,
-            "periods": [{**asdict(p), "fraction": p.fraction} for p in self.periods],
+            "periods": [asdict(p) for p in self.periods],
         }

@@ -28,15 +28,21 @@ processes in every period: the slowed group's topped up with sleeping processes 
 own, and only sleepers in a free period. Every period then carries the same wake-ups, and
 the comparison cancels them.
 
+Two ways to slow a group. `duty`: the whole group held stopped f of every cycle. `debt`
+(the default of harness causal): each process held stopped f / (1 - f) seconds for every
+second it ran on a CPU (class Debts says why).
+
 Protocol: one JSON object per line on stdin, one per line on stdout.
-  {"slow": [pids], "f": 0.5, "cycle_s": 0.004}   slow these pids from now on
-  {"slow": [], "f": 0.5, "cycle_s": 0.004}        keep the cycle's wake-ups, stop nothing
+  {"slow": [pids], "ballast": [pids], "f": 0.5, "cycle_s": 0.02, "mode": "debt"}
+                                                  slow these pids from now on, and stop the
+                                                  ballast f of every cycle
   {"slow": []}                                   slow nothing, sleep
   {"quit": true}                                  continue everything and exit
 After each command the stopper answers with what the phase that just ended achieved:
-  {"ack": n, "stopped_s": s, "slowed_s": s, "cycles": n, "late_s": s, "cpu_s": s}
-(`late_s`: how much later than asked the SIGCONTs went out, summed; `cpu_s`: its own CPU
-since it started).
+  {"ack": n, "stopped_s": s, "slowed_s": s, "cycles": n, "late_s": s, "cpu_s": s, "mode": m,
+   "own_cpu_s": s}
+(`late_s`: how much later than asked the last SIGCONT of a cycle went out, summed; `cpu_s`:
+the group's CPU in debt mode; `own_cpu_s`: the stopper's own CPU since it started).
 """
 
 from __future__ import annotations
@@ -57,16 +63,26 @@ _PR_SET_PDEATHSIG = 1
 
 @dataclass
 class PhaseStats:
-    """What one slowing phase achieved (all zero for a phase that slowed nothing)."""
+    """What one slowing phase achieved (all zero for a phase that slowed nothing).
+
+    duty: `stopped_s` is the wall time the group was held stopped, `slowed_s` the phase's
+    length. debt: `stopped_s` and `cpu_s` are summed over the group's processes (the time
+    each was held stopped, the CPU each used), so the share of its busy time the group spent
+    stopped is stopped / (stopped + cpu)."""
 
     stopped_s: float = 0.0
     slowed_s: float = 0.0
     cycles: int = 0
     late_s: float = 0.0
+    cpu_s: float = 0.0
+    mode: str = "duty"
 
     @property
     def fraction(self) -> float | None:
-        """The share of the phase the group was held stopped."""
+        """The share of the group's time (duty) or busy time (debt) it was held stopped."""
+        if self.mode == "debt":
+            busy = self.stopped_s + self.cpu_s
+            return self.stopped_s / busy if busy > 0 else None
         return self.stopped_s / self.slowed_s if self.slowed_s > 0 else None
 
 
@@ -77,17 +93,21 @@ class _Targets:
         self.handles: dict[int, int | None] = {}  # pid -> pidfd (None: plain kill)
         self.ever: dict[int, int | None] = {}  # every process ever stopped, for the way out
 
-    def set(self, pids: list[int]) -> None:
-        self.handles = {}
+    def open(self, pids: list[int]) -> dict[int, int | None]:
+        out: dict[int, int | None] = {}
         for pid in pids:
             if pid in self.ever:
-                self.handles[pid] = self.ever[pid]
+                out[pid] = self.ever[pid]
                 continue
             try:
                 fd: int | None = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
             except OSError:
                 continue  # already gone
-            self.handles[pid] = self.ever[pid] = fd
+            out[pid] = self.ever[pid] = fd
+        return out
+
+    def set(self, pids: list[int]) -> None:
+        self.handles = self.open(pids)
 
     def send(self, sig: int, pids: dict[int, int | None] | None = None) -> None:
         for pid, fd in (self.handles if pids is None else pids).items():
@@ -101,14 +121,93 @@ class _Targets:
         self.send(signal.SIGCONT, self.ever)
 
 
+def cpu_ns(pid: int, tids: dict[int, list[str]]) -> int | None:
+    """Nanoseconds on a CPU of all the process's threads (/proc/PID/task/TID/schedstat; the
+    thread list cached in `tids` and read again when a thread is gone)."""
+    for attempt in range(2):
+        if attempt or pid not in tids:
+            try:
+                tids[pid] = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                return None
+        total, missing = 0, False
+        for tid in tids[pid]:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
+                    total += int(fh.read().split(maxsplit=1)[0])
+            except (OSError, ValueError, IndexError):
+                missing = True
+        if not missing:
+            return total
+    return total
+
+
+class Debts:
+    """Debt mode: each process of the group owes f / (1 - f) seconds of stop for every second
+    it spent on a CPU, and is held stopped for what it owes at the next cycle (at least
+    MIN_STOP_S, at most MAX_STOP_CYCLES cycles at once): its code runs 1 / (1 - f) times as
+    long, whatever the scheduler does, and a process that sleeps is not stopped at all (a
+    stop of a process that answers every millisecond would stall its partner far beyond what
+    slower code would)."""
+
+    MIN_STOP_S = 0.0005
+    MAX_STOP_CYCLES = 4
+
+    def __init__(self) -> None:
+        self.owed: dict[int, float] = {}
+        self.last: dict[int, int] = {}
+        self.tids: dict[int, list[str]] = {}
+
+    def reset(self, pids: list[int]) -> None:
+        self.owed = {pid: 0.0 for pid in pids}
+        self.last = {pid: ns for pid in pids if (ns := cpu_ns(pid, self.tids)) is not None}
+
+    def charge(self, fraction: float) -> float:
+        """Add what the CPU used since the last call owes; returns that CPU (seconds)."""
+        used = 0.0
+        for pid in self.owed:
+            ns = cpu_ns(pid, self.tids)
+            if ns is None or pid not in self.last:
+                continue
+            delta = max(0, ns - self.last[pid]) / 1e9
+            self.last[pid] = ns
+            used += delta
+            self.owed[pid] += delta * fraction / (1 - fraction)
+        return used
+
+    def due(self, cycle_s: float) -> dict[int, float]:
+        return {pid: min(d, self.MAX_STOP_CYCLES * cycle_s) for pid, d in self.owed.items() if d >= self.MIN_STOP_S}
+
+
+def _hold(targets: _Targets, stops: dict[int, float], start: float) -> dict[int, float]:
+    """Stop every pid of `stops`, continue each after its own time; returns how long each was held."""
+    handles = targets.open(list(stops))
+    targets.send(signal.SIGSTOP, handles)
+    held = {}
+    for pid, length in sorted(stops.items(), key=lambda kv: kv[1]):
+        wanted = start + length
+        while (now := time.monotonic()) < wanted:
+            time.sleep(wanted - now)
+        if pid in handles:
+            targets.send(signal.SIGCONT, {pid: handles[pid]})
+        held[pid] = time.monotonic() - start
+    return held
+
+
 def _exit_on_signal(*_: object) -> None:
     raise SystemExit(0)
 
 
 def serve(commands: TextIO, replies: TextIO) -> None:
-    """The stopper's loop (the child's main): commands in, duty cycles out."""
+    """The stopper's loop (the child's main): commands in, stops out. Each cycle stops the
+    group (duty: all of it for f of the cycle; debt: each process for what it owes) and the
+    ballast (for f of the cycle, whatever the mode), then waits for a command until the
+    cycle ends."""
     targets = _Targets()
-    fraction, cycle_s = 0.0, 0.0
+    fraction, cycle_s, mode = 0.0, 0.0, "duty"
+    group: list[int] = []
+    ballast: list[int] = []
+    debts = Debts()
     stats = PhaseStats()
     cpu0 = time.process_time()
     acks = 0
@@ -116,18 +215,24 @@ def serve(commands: TextIO, replies: TextIO) -> None:
     buffer = b""
     try:
         while True:
-            slowing = fraction > 0 and cycle_s > 0  # with no pids: the same wake-ups, nothing stopped
+            slowing = 0 < fraction < 1 and cycle_s > 0  # with no group: the ballast's wake-ups only
             timeout = None
             if slowing:
                 start = time.monotonic()
-                targets.send(signal.SIGSTOP)
-                wanted = start + fraction * cycle_s
-                while (now := time.monotonic()) < wanted:
-                    time.sleep(wanted - now)
-                targets.send(signal.SIGCONT)
-                sent = time.monotonic()
-                stats.stopped_s += sent - start
-                stats.late_s += sent - wanted
+                stops = dict.fromkeys(ballast, fraction * cycle_s)
+                if mode == "duty":
+                    stops.update(dict.fromkeys(group, fraction * cycle_s))
+                else:
+                    stats.cpu_s += debts.charge(fraction)
+                    stops.update(debts.due(cycle_s))
+                held = _hold(targets, stops, start)
+                for pid in group:
+                    if mode == "debt" and pid in held:
+                        debts.owed[pid] = max(0.0, debts.owed[pid] - held[pid])
+                        stats.stopped_s += held[pid]
+                if mode == "duty" and group:
+                    stats.stopped_s += max((held.get(p, 0.0) for p in group), default=0.0)
+                stats.late_s += max(0.0, max(held.values(), default=0.0) - max(stops.values(), default=0.0))
                 stats.cycles += 1
                 timeout = max(0.0, start + cycle_s - time.monotonic())
             ready, _, _ = select.select([fd], [], [], timeout)
@@ -146,15 +251,18 @@ def serve(commands: TextIO, replies: TextIO) -> None:
                 command = json.loads(line)
                 if command.get("quit"):
                     return
-                targets.send(signal.SIGCONT)  # the old group runs free from here
                 acks += 1
-                reply = {"ack": acks, **stats.__dict__, "cpu_s": time.process_time() - cpu0}
+                reply = {"ack": acks, **stats.__dict__, "own_cpu_s": time.process_time() - cpu0}
                 replies.write(json.dumps(reply) + "\n")
                 replies.flush()
-                stats = PhaseStats()
-                targets.set([int(p) for p in command.get("slow") or []])
+                group = [int(p) for p in command.get("slow") or []]
+                ballast = [int(p) for p in command.get("ballast") or []]
                 fraction = float(command.get("f") or 0.0)
                 cycle_s = float(command.get("cycle_s") or 0.0)
+                mode = str(command.get("mode") or "duty")
+                stats = PhaseStats(mode=mode)
+                if mode == "debt":
+                    debts.reset(group)
     finally:
         targets.release_all()
 
@@ -196,12 +304,23 @@ class Stopper:
             process_group=0, env=env,
         )  # fmt: skip
 
-    def switch(self, pids: list[int], fraction: float = 0.0, cycle_s: float = 0.0) -> PhaseStats:
-        """Slow `pids` from now on (none: run free); returns what the phase before achieved."""
+    def switch(
+        self,
+        pids: list[int],
+        fraction: float = 0.0,
+        cycle_s: float = 0.0,
+        ballast: list[int] | None = None,
+        mode: str = "duty",
+    ) -> PhaseStats:
+        """Slow `pids` from now on (none: run free) and stop the ballast each cycle; returns
+        what the phase before achieved."""
         self.every_pid.update(pids)
-        reply = self._ask({"slow": list(pids), "f": fraction, "cycle_s": cycle_s})
-        self.cpu_s = float(reply.get("cpu_s", self.cpu_s))
-        return PhaseStats(reply["stopped_s"], reply["slowed_s"], reply["cycles"], reply["late_s"])
+        self.every_pid.update(ballast or [])
+        command = {"slow": list(pids), "ballast": list(ballast or []), "f": fraction, "cycle_s": cycle_s, "mode": mode}
+        reply = self._ask(command)
+        self.cpu_s = float(reply.get("own_cpu_s", self.cpu_s))
+        fields = ("stopped_s", "slowed_s", "cycles", "late_s", "cpu_s", "mode")
+        return PhaseStats(**{k: reply[k] for k in fields if k in reply})
 
     def close(self) -> None:
         """Continue everything and end the stopper (safe to call more than once)."""

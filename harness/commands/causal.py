@@ -33,8 +33,14 @@ def causal(
         help="a group of your own: NAME=PIDS (comma list) or NAME=REGEX over the command line; "
         "repeatable (default: the roles main, workers, server, and one group per other job)",
     ),  # fmt: skip
-    fraction: float = typer.Option(0.5, "--fraction", help="share of each cycle a slowed group is stopped (0.05-0.9)"),
-    cycle_ms: float = typer.Option(20.0, "--cycle-ms", help="one stop plus one run, ms (2-1000)"),
+    mode: str = typer.Option(
+        "debt", "--mode", help="debt: each process of a slowed group stopped f/(1-f) s for every s it ran on a CPU "
+        "(its code 1/(1-f) times slower); duty: the whole group stopped f of every cycle",
+    ),  # fmt: skip
+    fraction: float = typer.Option(
+        0.5, "--fraction", help="share of its busy time (debt) or of its time (duty) a slowed group is stopped (0.05-0.9)"
+    ),
+    cycle_ms: float = typer.Option(20.0, "--cycle-ms", help="how often the stopper stops (a duty cycle: one stop plus one run), ms (2-1000)"),
     period: float = typer.Option(0.5, "--period", help="seconds of one period (nothing or one group slowed)"),
     settle: float = typer.Option(0.1, "--settle", help="seconds at the start of a period left out of its rate"),
     budget: float = typer.Option(180.0, "--budget", help="seconds for the whole experiment, launch included"),
@@ -62,15 +68,17 @@ def causal(
     slow each group in turn (SIGSTOP f of every cycle) and measure the loss."""
     from harness.causal.result import CausalOptions
 
-    opts = CausalOptions(fraction=fraction, cycle_s=cycle_ms / 1000, period_s=period, settle_s=settle, budget_s=budget,
+    opts = CausalOptions(mode=mode, fraction=fraction, cycle_s=cycle_ms / 1000, period_s=period, settle_s=settle, budget_s=budget,
                          width=width, seed=seed, control=control, io_group=io_counter, warmup_s=warmup)  # fmt: skip
     return main(suite, set_, options.program_of(ctx, progress, progress_file), opts, group, out, quiet)
 
 
 def check_options(opts: CausalOptions) -> None:
     """Bad values as UserErrors naming what is allowed (exit 2), before anything starts."""
+    if opts.mode not in ("debt", "duty"):
+        raise UserError(f"--mode {opts.mode}: debt or duty")
     if not 0.05 <= opts.fraction <= 0.9:
-        raise UserError(f"--fraction {opts.fraction:g}: the share of each cycle a group is stopped, 0.05..0.9")
+        raise UserError(f"--fraction {opts.fraction:g}: the share of its time a group is stopped, 0.05..0.9")
     if not 0.002 <= opts.cycle_s <= 1.0:
         raise UserError(f"--cycle-ms {1000 * opts.cycle_s:g}: one stop plus one run, 2..1000 ms")
     if not opts.period_s > 2 * opts.settle_s or opts.settle_s < 0:

@@ -89,14 +89,20 @@ def conclusion(result: dict[str, Any], remedy: Callable[[str, str], str] | None 
     return lines
 
 
+def _how(opts: dict[str, Any]) -> str:
+    if opts.get("mode", "duty") == "debt":
+        return f"each process of a group stopped {opts['fraction'] / (1 - opts['fraction']):.2g} s per s it ran"
+    return f"each group stopped {opts['fraction']:g} of every {1000 * opts['cycle_s']:g} ms"
+
+
 def render_causal(
     result: dict[str, Any], console: Console | None = None, remedy: Callable[[str, str], str] | None = None
 ) -> None:
     console = console or console_for_stdout()
     opts = result["options"]
     title = (
-        f"causal profile: {result['rounds']} rounds of {opts['period_s']:g} s periods, each group stopped "
-        f"{opts['fraction']:g} of every {1000 * opts['cycle_s']:g} ms; throughput = {result.get('throughput') or result['counter']} per s "
+        f"causal profile: {result['rounds']} rounds of {opts['period_s']:g} s periods, {_how(opts)}; "
+        f"throughput = {result.get('throughput') or result['counter']} per s "
         f"({result['free_rate']:.4g} with nothing slowed)"
         if result.get("free_rate")
         else "causal profile: no rate was measured"

@@ -70,6 +70,25 @@ def test_the_stopper_holds_the_share_it_says_and_costs_little():
         spin.wait()
 
 
+@linux
+def test_in_debt_mode_a_busy_process_pays_for_its_cpu_and_a_sleeping_one_is_never_stopped():
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with Stopper() as stopper:
+            stopper.switch([spin.pid], 0.5, 0.02, mode="debt")
+            time.sleep(1.0)
+            busy = stopper.switch([sleeper.pid], 0.5, 0.02, mode="debt")
+            time.sleep(0.5)
+            idle = stopper.switch([])
+        assert busy.cpu_s > 0.1 and 0.35 <= busy.fraction <= 0.65  # stopped about as long as it ran
+        assert idle.stopped_s == 0.0 and idle.cycles >= 10
+    finally:
+        for proc in (spin, sleeper):
+            proc.kill()
+            proc.wait()
+
+
 OWNER = textwrap.dedent(
     """
     import sys, time
