@@ -127,6 +127,14 @@ def render_causal(
                 "code would buy; the cores are the limit",
                 markup=False, highlight=False,
             )  # fmt: skip
+    for sens in result.get("sensitivity") or []:
+        if sens["low"] > 1.0:
+            console.print(
+                f"  {sens['group']}: a sensitivity above 1 ({sens['estimate']:+.2f}): its stops cost more than that much "
+                "slower code would: each stalls a partner that waits on it for the whole stop (lock-step, no buffer "
+                "between them); --mode debt stops it only for what its CPU owes, or use a shorter --cycle-ms",
+                markup=False, highlight=False,
+            )  # fmt: skip
     for edge in result.get("waits") or []:
         if edge["blocked"]["median"] >= 0.05:
             console.print(f"  waits: {describe(edge)}", markup=False, highlight=False)
