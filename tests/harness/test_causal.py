@@ -169,7 +169,7 @@ def test_a_busy_poller_beside_cpu_bound_workers_has_a_sensitivity_below_zero(tmp
 def test_no_process_of_the_program_is_left_stopped_when_the_harness_ends_mid_experiment(tmp_path, how):
     token = f"{time.time_ns() % 10**9}"  # an argument no other process has: the program's queue size
     harness = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "causal", "--budget", "120", "--out", str(tmp_path), "--cycle-ms", "200",
+        [sys.executable, "-m", "harness.cli", "causal", "--budget", "120", "--out", str(tmp_path), "--mode", "duty", "--cycle-ms", "200",
          "--fraction", "0.9", "--", sys.executable, str(PROGRAMS / "pipeline.py"), "consumer", "1", token],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
