@@ -120,7 +120,8 @@ def render_causal(
     verdicts = {s["group"]: s["verdict"] for s in result.get("sensitivity") or []}
     for group, share in (result.get("cpu_kept") or {}).items():
         busy = (result.get("utilisation_cores") or {}).get(group, 0) >= 0.2
-        if share > 1 - opts_f + GIVEN_BACK and busy and verdicts.get(group) in ("between", "critical"):
+        duty = result["options"].get("mode", "duty") == "duty"  # a debt is charged on the CPU used: nothing given back
+        if duty and share > 1 - opts_f + GIVEN_BACK and busy and verdicts.get(group) in ("between", "critical"):
             console.print(
                 f"  {group}: stopped {opts_f:g} of the time, it kept {share:.2f} of its CPU: the scheduler gave it the "
                 "stopped time back (more runnable threads than cores), so its sensitivity understates what faster "
