@@ -16,6 +16,7 @@ from harness.watch.waits import describe
 
 STYLE = {"critical": "bold", "competes": "yellow"}
 GIVEN_BACK = 0.2  # kept this much more CPU than 1 - f: the stops were given back
+WAITING = 0.5  # a group waiting on another process this much of its time has slack, not a lack of cores
 MEANING = {
     "critical": "on the critical path: the program goes as fast as it does",
     "slack": "has slack: speeding it up buys nothing",
@@ -118,14 +119,20 @@ def render_causal(
         console.print(f"  {verdict}: {MEANING.get(verdict, '')}", markup=False, highlight=False)
     opts_f = result["options"]["fraction"]
     verdicts = {s["group"]: s["verdict"] for s in result.get("sensitivity") or []}
+    waiting = {}  # the share of its time each group waits on another process (it has slack then)
+    for edge in result.get("waits") or []:
+        if edge["peers"]:
+            waiting[edge["waiter"]] = max(waiting.get(edge["waiter"], 0.0), edge["blocked"]["median"])
     for group, share in (result.get("cpu_kept") or {}).items():
         busy = (result.get("utilisation_cores") or {}).get(group, 0) >= 0.2
-        duty = result["options"].get("mode", "duty") == "duty"  # a debt is charged on the CPU used: nothing given back
-        if duty and share > 1 - opts_f + GIVEN_BACK and busy and verdicts.get(group) in ("between", "critical"):
+        if share > 1 - opts_f + GIVEN_BACK and busy and verdicts.get(group) in ("between", "critical") and (
+            waiting.get(group, 0.0) < WAITING
+        ):
             console.print(
-                f"  {group}: stopped {opts_f:g} of the time, it kept {share:.2f} of its CPU: the scheduler gave it the "
-                "stopped time back (more runnable threads than cores), so its sensitivity understates what faster "
-                "code would buy; the cores are the limit",
+                f"  {group}: stopped {opts_f:g} of its time, it kept {share:.2f} of its CPU and waits on no other "
+                "process: the cores its stops freed went to its other processes or the scheduler gave them back "
+                "(more runnable threads than cores), so its sensitivity understates what faster code would buy; "
+                "the cores are the limit",
                 markup=False, highlight=False,
             )  # fmt: skip
     for sens in result.get("sensitivity") or []:
