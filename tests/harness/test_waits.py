@@ -72,3 +72,23 @@ def test_a_pipelines_shares_come_from_its_edges():
     assert found["client_wait_share"] == 1.0 and found["server_idle_share"] == 0.75
     assert found["waits_on"]["role"] == "server" and found["waits_on"]["pids"] == [server]
     assert "worker_dormant" not in found
+
+
+def test_a_real_vector_envs_workers_wait_on_the_learner_through_their_sockets():
+    """Captured from sheeprl's PPO (PyPI, unchanged) with 4 AsyncVectorEnv workers, on CPU:
+    what the sampler read in 3 s (tests/harness/data/waits_sheeprl.json)."""
+    import json
+
+    from harness.monitors.waits import Wait, WaitSamples
+
+    doc = json.loads((Path(__file__).parent / "data" / "waits_sheeprl.json").read_text())
+    passes = [
+        (t, {int(p): (running, [Wait(w["kind"], tuple(w["objects"]), w["write"]) for w in ws])
+             for p, (running, ws) in seen.items()})
+        for t, seen in doc["passes"]
+    ]  # fmt: skip
+    holders = {k: {int(p): m for p, m in v.items()} for k, v in doc["holders"].items()}
+    samples = WaitSamples(passes, holders, doc["peers"], {int(k): tuple(v) for k, v in doc["cpu"].items()})
+    found = edges(samples)
+    learner = doc["root"]
+    assert len(found) == 4 and all(e.peers == (learner,) and e.via == "socket" and e.share >= 0.8 for e in found)
