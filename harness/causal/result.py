@@ -74,6 +74,12 @@ class CausalResult:
         rates = sorted(p.rate for p in self.periods if p.group == FREE and p.rate)
         return rates[len(rates) // 2] if rates else None
 
+    def idle_free_periods(self) -> tuple[int, int]:
+        """(free periods that counted nothing, free periods): a program that works in phases
+        longer than a period (a PPO's rollout, then its update) counts nothing in some."""
+        free = [p for p in self.periods if p.group == FREE and p.ended]
+        return sum(1 for p in free if not p.rate), len(free)
+
     def utilisation(self) -> dict[str, float]:
         """Each group's median CPU (cores) over the periods nothing was slowed."""
         out = {}
@@ -120,6 +126,7 @@ class CausalResult:
             "launch_s": self.launch_s,
             "warmup_s": self.warmup_s,
             "free_rate": self.free_rate(),
+            "idle_free_periods": list(self.idle_free_periods()),
             "utilisation_cores": self.utilisation(),
             "achieved_fraction": self.achieved_fraction(),
             "cpu_kept": self.cpu_kept(),

@@ -16,6 +16,7 @@ from harness.watch.waits import describe
 
 STYLE = {"critical": "bold", "competes": "yellow"}
 GIVEN_BACK = 0.2  # kept this much more CPU than 1 - f: the stops were given back
+PHASED = 0.1  # this share of free periods without progress: the program works in phases
 WAITING = 0.5  # a group waiting on another process this much of its time has slack, not a lack of cores
 MEANING = {
     "critical": "on the critical path: the program goes as fast as it does",
@@ -135,6 +136,14 @@ def render_causal(
                 "the cores are the limit",
                 markup=False, highlight=False,
             )  # fmt: skip
+    idle, free = result.get("idle_free_periods") or (0, 0)
+    if free and idle >= PHASED * free:
+        console.print(
+            f"  {idle} of {free} periods with nothing slowed counted no progress: the program works in phases longer "
+            f"than a period ({opts['period_s']:g} s; a rollout, then an update): the slowed periods that fell in a "
+            "phase without progress make the sensitivities too high; use a --period longer than a phase",
+            markup=False, highlight=False,
+        )  # fmt: skip
     for sens in result.get("sensitivity") or []:
         if sens["low"] > 1.0:
             console.print(
