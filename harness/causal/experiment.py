@@ -2,25 +2,27 @@
 its throughput, and by how much, measured by slowing each group in turn.
 
 The cell (a suite's, or your program after `--` as the `command` suite's) is launched as
-the A/B launches one (harness.ab.slicing.Instance: its own session, the counters of its
-probe in a JSON stream, here every `sample_s`), runs until its probe's warm-up says the
-rate has settled, and its processes are grouped (harness.causal.groups). Then rounds: each
-round is one period with nothing slowed and one per group with that group held stopped for
-`fraction` of every `cycle_s` (harness.causal.stopper), in random order, back to back. A
-period's rate is the headline counter's (the one the A/B slices by) over the period less
-its first `settle_s` (the queues between the stages refill or drain when a stop begins or
-ends). After every round each group's sensitivity and interval are updated
-(harness.causal.sensitivity); a group whose interval is at most +-`width` leaves the
-rounds (its interval is anytime-valid, so it may stop there) and its time goes to the
-others; the experiment ends when every interval is that narrow, or when the next round
-would not fit in the budget.
+the A/B launches one (harness.ab.slicing.Instance, here in its own process group of the
+harness's session: harness.causal.stopper says why; the counters of its probe in a JSON
+stream every `sample_s`), runs until its probe's warm-up says the rate has settled, and its
+processes are grouped (harness.causal.groups). Then rounds: every group once, in random
+order, each slowed period between two periods with nothing slowed. Slowing is the
+stopper's: by default each process of the group stopped f / (1 - f) s for every s it ran
+(debt), or the whole group f of every cycle (duty). Every period also stops and continues
+sleeping ballast processes, so that each stops as many processes. A period's rate is the
+headline counter's (the one the A/B slices by), or with `io_group` that group's read and
+write calls, over the period less its first `settle_s` (the queues between the stages
+refill or drain when a stop begins or ends). After every round each group's sensitivity and
+interval are updated (harness.causal.sensitivity); a group whose interval is at most
++-`width` leaves the rounds (its interval is anytime-valid, so it may stop there) and its
+time goes to the others; the experiment ends when every interval is that narrow, or when
+the next round would not fit in the budget.
 
-The stop cycle matters (docs/benchmarks.md, "Causal profile"): a stop longer than the work
-buffered between two stages starves the next stage whatever the stopped stage's slack, so
-a long cycle calls a stage with slack critical; on a machine with more runnable threads
-than cores, the scheduler hands a process stopped for a few milliseconds back the time it
-lost, so a short cycle slows it by less than f. The stopper measures the share of time it
-held each group stopped; the default cycle was chosen from those measurements.
+The stop length matters (docs/benchmarks.md, "Causal profile"): in duty mode a stop longer
+than the work buffered between two stages starves the next stage whatever the stopped
+stage's slack, and a process a partner waits on every millisecond stalls it for the whole
+stop; debt mode stops a process only for what the CPU it used owes. The stopper measures
+the share it held each group stopped, and the observation divides by that.
 """
 
 from __future__ import annotations
