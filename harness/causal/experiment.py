@@ -55,6 +55,8 @@ from harness.watch.waits import by_role as waits_by_role
 from harness.watch.waits import edges as wait_edges
 
 PROGRESS_EVERY_S = 10.0
+IDLE_CORES = 0.01  # a group under this in every free period so far is idle (debt mode never stops it)
+IDLE_PERIODS = 3
 BALLAST_SPARE = 1  # sleepers beyond the largest group: a free period stops at least one process
 
 
@@ -128,6 +130,7 @@ class Experiment:
         self._entries: dict[int, str | None] = {}
         self._cpu_mark: dict[str, float] = {}
         self._narrow: set[str] = set()
+        self._idle: set[str] = set()
         self._ballast: list[int] = []
         self._io: list[tuple[float, float]] = []  # (monotonic, the io group's calls so far)
         self._io_last: dict[int, int] = {}
@@ -182,7 +185,7 @@ class Experiment:
             waits.start(inst.proc.pid)
             said = time.monotonic()
             while True:
-                left = [g for g, pids in self.groups.items() if pids and g not in self._narrow]
+                left = [g for g, pids in self.groups.items() if pids and g not in self._narrow | self._idle]
                 round_s = opts.period_s * 2 * len(left)
                 if not left or time.monotonic() - t0 + round_s > opts.budget_s:
                     break
@@ -191,6 +194,8 @@ class Experiment:
                 found = self._estimate(inst)
                 # a group whose interval is narrow enough is measured no more: its rounds go to the others
                 self._narrow = {s.group for s in found if narrow_enough([s], opts.width)}
+                self._idle |= self._idle_groups()
+                found = [s for s in found if s.group not in self._idle]
                 if time.monotonic() - said >= PROGRESS_EVERY_S:
                     said = time.monotonic()
                     self.announce(self._progress(rounds, found, said - t0))
@@ -200,7 +205,7 @@ class Experiment:
                 if rounds % 4 == 0:
                     self._regroup(inst)
             self._finish(stopper)
-            found = self._estimate(inst)
+            found = [s for s in self._estimate(inst) if s.group not in self._idle]
             self.io_check = self._io_against_log(inst)
         finally:
             stopper.close()
@@ -212,7 +217,7 @@ class Experiment:
         return CausalResult(
             self.counter, self.groups, self.commands, self.periods, found, rounds, reason,
             time.monotonic() - t0, launch_s, warmup_s, stopper.cpu_s, time.process_time() - cpu0, opts,
-            self._wait_edges(waits), self.io_check,
+            self._wait_edges(waits), self.io_check, sorted(self._idle),
         )  # fmt: skip
 
     def _wait_edges(self, waits: WaitsMonitor) -> list[dict[str, Any]]:
@@ -279,7 +284,7 @@ class Experiment:
     def _round(self, inst: Instance, stopper: Stopper, index: int) -> None:
         """Every group once, in random order, each between two free periods (the free
         period that ends one round opens the next)."""
-        order = [g for g, pids in self.groups.items() if pids and g not in self._narrow]
+        order = [g for g, pids in self.groups.items() if pids and g not in self._narrow | self._idle]
         self.rng.shuffle(order)
         if not self.periods:
             self._period(inst, stopper, index, FREE)
@@ -322,6 +327,22 @@ class Experiment:
         period.fraction = stats.fraction
         length = max(now - period.started, 1e-9)
         period.cpu_cores = {g: (after.get(g, 0.0) - before.get(g, 0.0)) / length for g in after}
+
+    def _idle_groups(self) -> set[str]:
+        """In debt mode, the groups that used almost no CPU with nothing slowed: a debt is
+        charged on the CPU used, so they are never stopped, and slower code of theirs
+        cannot cost anything; measuring them would only spend rounds."""
+        if self.opts.mode != "debt":
+            return set()
+        out = set()
+        for name in self.groups:
+            if name == CONTROL:
+                continue
+            used = [p.cpu_cores.get(name) for p in self.periods if p.group == FREE and p.ended]
+            used = [u for u in used if u is not None]
+            if len(used) >= IDLE_PERIODS and max(used) < IDLE_CORES:
+                out.add(name)
+        return out
 
     def _io_against_log(self, inst: Instance) -> dict[str, Any] | None:
         """With --io-counter: the group's calls per unit of the program's own counter over

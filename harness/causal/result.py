@@ -69,6 +69,7 @@ class CausalResult:
     options: CausalOptions
     waits: list[dict[str, Any]] = field(default_factory=list)  # harness.watch.waits.by_role, free periods
     io_check: dict[str, Any] | None = None  # --io-counter against the program's own counter
+    idle: list[str] = field(default_factory=list)  # groups that used no CPU (debt mode: never stopped, not measured)
 
     def free_rate(self) -> float | None:
         rates = sorted(p.rate for p in self.periods if p.group == FREE and p.rate)
@@ -140,6 +141,7 @@ class CausalResult:
             "options": asdict(self.options),
             "waits": self.waits,
             "io_check": self.io_check,
+            "idle": self.idle,
             "throughput": f"read+write calls of {self.options.io_group}" if self.options.io_group else self.counter,
             "periods": [asdict(p) for p in self.periods],
         }

@@ -136,6 +136,12 @@ def render_causal(
                 "the cores are the limit",
                 markup=False, highlight=False,
             )  # fmt: skip
+    if result.get("idle"):
+        console.print(
+            f"  idle: {', '.join(result['idle'])}: under 1 % of a core with nothing slowed, so never stopped in debt mode "
+            "(slower code of theirs costs nothing); not measured",
+            markup=False, highlight=False,
+        )  # fmt: skip
     idle, free = result.get("idle_free_periods") or (0, 0)
     if free and idle >= PHASED * free:
         console.print(

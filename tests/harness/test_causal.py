@@ -147,7 +147,7 @@ def causal(tmp_path: Path, program: list[str], budget: float, *extra: str) -> di
 @pytest.mark.parametrize("limit", ["consumer", "producer"])
 def test_the_known_pipelines_bottleneck_is_found_and_follows_the_work(tmp_path, limit):
     """producer -> queue of 32 -> consumer; the limiting stage's work per item is 3x the other's."""
-    found = causal(tmp_path, [sys.executable, str(PROGRAMS / "pipeline.py"), limit], 90)
+    found = causal(tmp_path, [sys.executable, str(PROGRAMS / "pipeline.py"), limit], 60, "--width", "0.25")
     slack = "producer" if limit == "consumer" else "consumer"
     assert found[limit]["estimate"] >= 0.7, found
     assert found[slack]["estimate"] <= 0.2, found
@@ -158,9 +158,9 @@ def test_the_known_pipelines_bottleneck_is_found_and_follows_the_work(tmp_path, 
 @pytest.mark.slow
 def test_a_busy_poller_beside_cpu_bound_workers_has_a_sensitivity_below_zero(tmp_path):
     """On 2 cores: the poller takes a core the workers could use; stopping it speeds them up."""
-    found = causal(tmp_path, [sys.executable, str(PROGRAMS / "spin_poll.py"), "2"], 60)
+    found = causal(tmp_path, [sys.executable, str(PROGRAMS / "spin_poll.py"), "2"], 45, "--width", "0.25")
     assert found["main"]["estimate"] < 0, found  # its interval, at load 8 on 2 cores: [-0.95, +0.51] in 60 s
-    assert found["workers"]["estimate"] > 0.5, found
+    assert found["workers"]["estimate"] > found["main"]["estimate"] + 0.3, found
 
 
 @linux
