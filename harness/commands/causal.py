@@ -34,13 +34,19 @@ def causal(
         "repeatable (default: the roles main, workers, server, and one group per other job)",
     ),  # fmt: skip
     mode: str = typer.Option(
-        "debt", "--mode", help="debt: each process of a slowed group stopped f/(1-f) s for every s it ran on a CPU "
+        "debt",
+        "--mode",
+        help="debt: each process of a slowed group stopped f/(1-f) s for every s it ran on a CPU "
         "(its code 1/(1-f) times slower); duty: the whole group stopped f of every cycle",
     ),  # fmt: skip
     fraction: float = typer.Option(
-        0.5, "--fraction", help="share of its busy time (debt) or of its time (duty) a slowed group is stopped (0.05-0.9)"
+        0.5,
+        "--fraction",
+        help="share of its busy time (debt) or of its time (duty) a slowed group is stopped (0.05-0.9)",
     ),
-    cycle_ms: float = typer.Option(20.0, "--cycle-ms", help="how often the stopper stops (a duty cycle: one stop plus one run), ms (2-1000)"),
+    cycle_ms: float = typer.Option(
+        20.0, "--cycle-ms", help="how often the stopper stops (a duty cycle: one stop plus one run), ms (2-1000)"
+    ),
     period: float = typer.Option(0.5, "--period", help="seconds of one period (nothing or one group slowed)"),
     settle: float = typer.Option(0.1, "--settle", help="seconds at the start of a period left out of its rate"),
     budget: float = typer.Option(180.0, "--budget", help="seconds for the whole experiment, launch included"),

@@ -64,7 +64,10 @@ def rows(result: dict[str, Any], faster: float = 0.1) -> list[list[str]]:
 # which remedy of the suite's (Vocabulary.remedies) a critical group's name calls for, and the
 # generic advice where the suite has none
 REMEDY_OF = {
-    "server": ("pipeline.server_bound", "more compute for the server: threads, batches computed at once, a faster device"),
+    "server": (
+        "pipeline.server_bound",
+        "more compute for the server: threads, batches computed at once, a faster device",
+    ),
     "workers": ("pipeline.worker_bound", "more workers where cores are free, or less work per item in each"),
 }
 COMPETES = "it competes for cores, locks or the GIL: block instead of polling (see BUSY_WAIT), or give it fewer cores"
@@ -82,7 +85,9 @@ def conclusion(result: dict[str, Any], remedy: Callable[[str, str], str] | None 
         span = f"{s['estimate']:+.2f} [{s['low']:+.2f}, {s['high']:+.2f}]"
         if verdict == "critical":
             into = [describe(e) for e in edges if group in e["on"].split("+") and e["blocked"]["median"] >= 0.1]
-            symptom, default = REMEDY_OF.get(group, ("", "see where its time goes (harness watch), and make it cheaper"))
+            symptom, default = REMEDY_OF.get(
+                group, ("", "see where its time goes (harness watch), and make it cheaper")
+            )
             advice = remedy(symptom, default) if remedy and symptom else default
             why = f"; {'; '.join(into)}" if into else ""
             lines.append(f"bottleneck: {group}, sensitivity {span}{why}: {advice}")
@@ -126,8 +131,11 @@ def render_causal(
             waiting[edge["waiter"]] = max(waiting.get(edge["waiter"], 0.0), edge["blocked"]["median"])
     for group, share in (result.get("cpu_kept") or {}).items():
         busy = (result.get("utilisation_cores") or {}).get(group, 0) >= 0.2
-        if share > 1 - opts_f + GIVEN_BACK and busy and verdicts.get(group) in ("between", "critical") and (
-            waiting.get(group, 0.0) < WAITING
+        if (
+            share > 1 - opts_f + GIVEN_BACK
+            and busy
+            and verdicts.get(group) in ("between", "critical")
+            and (waiting.get(group, 0.0) < WAITING)
         ):
             console.print(
                 f"  {group}: stopped {opts_f:g} of its time, it kept {share:.2f} of its CPU and waits on no other "
