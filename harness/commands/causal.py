@@ -71,7 +71,7 @@ def causal(
     progress_file: list[str] = options.ProgressFileOpt,
 ) -> int:
     """Which group of processes limits the throughput, and what speeding it up would buy:
-    slow each group in turn by SIGSTOP/SIGCONT (--mode) and measure the loss."""
+    slow each group in turn with SIGSTOP and SIGCONT and measure the loss."""
     from harness.causal.result import CausalOptions
 
     opts = CausalOptions(mode=mode, fraction=fraction, cycle_s=cycle_ms / 1000, period_s=period, settle_s=settle, budget_s=budget,
