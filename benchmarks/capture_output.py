@@ -6,7 +6,7 @@
     python benchmarks/capture_output.py OUT.jsonl --scrub /opt/venvs/x=VENV   # machine paths out
     python benchmarks/capture_output.py OUT.jsonl --series 'env_step=(\\d+)'  # a number's rate
 
-The program runs as harness.program.run starts it (both streams piped, stdin /dev/null,
+The program runs as harness.program.launch starts it (both streams piped, stdin /dev/null,
 PYTHONUNBUFFERED=1) and every chunk it writes is kept with its arrival time
 (harness.program.capture). `--slice` keeps the part that matters (a capture must stay tens
 of KB): the first line (what ran) and the chunks in [FROM, TO] seconds, times unchanged.

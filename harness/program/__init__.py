@@ -63,7 +63,7 @@ class Params(BaseModel):
 
 
 def run(params: Params, probe: Probe) -> None:
-    from harness.program.run import run_program
+    from harness.program.launch import run_program
 
     run_program(params, probe)
 

@@ -4,14 +4,14 @@ stderr with its arrival time, and the lines those chunks become.
 The readers are judged on real programs' output (the corpus under tests/corpus/): what a
 progress bar redraws with `\\r`, a cursor-up escape between nested bars, a line still
 without its newline when the next chunk comes, all at the times they arrived. `record`
-starts a program as `harness.program.run` does (both streams piped, no stdin, Python
+starts a program as `harness.program.launch` does (both streams piped, no stdin, Python
 unbuffered) and writes one JSON object a line:
 
     {"capture": 1, "argv": [...]}                      first: what ran
     {"t": 1.234, "s": "err", "d": "\\r 45%|###  | ..."}  a chunk: seconds since start, stream, text
     {"t": 40.1, "exit": -15}                           last: how it ended
 
-`lines` reads a capture back into `(t, stream, line)`, split exactly as run.py's text-mode
+`lines` reads a capture back into `(t, stream, line)`, split exactly as launch.py's text-mode
 pipes split them (universal newlines: `\\r`, `\\n` and `\\r\\n` each end a line; a trailing
 `\\r` waits for the next chunk), each stamped with the arrival of the chunk that ended it.
 A capture ending `.gz` is gzipped.
@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from harness.program.run import child_env, signal_tree
+from harness.program.launch import child_env, signal_tree
 
 FORMAT = 1
 STREAMS = ("out", "err")
@@ -129,10 +129,10 @@ class _Chunks(io.RawIOBase):
 
 
 def _stream_lines(chunks: list[tuple[float, bytes]], stream: str) -> Iterator[tuple[float, str, str]]:
-    """One stream's lines as run.py's pump reads them: through subprocess.Popen(text=True,
+    """One stream's lines as launch.py's pump reads them: through subprocess.Popen(text=True,
     errors="replace")'s reader, at most MAX_LINE at a time; the pieces of a longer line go to
     the cell's log unread, and are left out here too."""
-    from harness.program.run import MAX_LINE
+    from harness.program.launch import MAX_LINE
 
     raw = _Chunks(chunks)
     text = io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors="replace")
@@ -146,7 +146,7 @@ def _stream_lines(chunks: list[tuple[float, bytes]], stream: str) -> Iterator[tu
 
 
 def lines(path: Path) -> Iterator[tuple[float, str, str]]:
-    """The capture's lines `(t, stream, line)` in arrival order, each as run.py reads it
+    """The capture's lines `(t, stream, line)` in arrival order, each as launch.py reads it
     (ending in "\\n" unless it was the stream's last)."""
     _, chunks = read(path)
     per_stream = [
@@ -167,10 +167,10 @@ class ReplayClock:
 
 def replay(path: Path, probe: Any, feed: Any, clock: ReplayClock, tick_s: float = 0.1) -> float:
     """Feed a capture's lines to `probe` and `feed` (both made with `clock`) at their recorded
-    times, as run.py's loop would: each line handled, the probe asked `should_stop` after each
-    and every `tick_s` of quiet between them (run.py's queue timeout), until the probe's window
+    times, as launch.py's loop would: each line handled, the probe asked `should_stop` after each
+    and every `tick_s` of quiet between them (launch.py's queue timeout), until the probe's window
     closes or the capture ends. Calls `feed.finish()`; returns the time it stopped at."""
-    from harness.program.run import handle_line
+    from harness.program.launch import handle_line
 
     for t, _, line in lines(path):
         while clock.t + tick_s < t:
@@ -193,7 +193,7 @@ def replay_cell(path: Path, duration_s: float, progress: str = "") -> tuple[dict
     rate by hand."""
     from harness.cell.steady import DEFAULT_CAP_S, Steady
     from harness.probe import Probe
-    from harness.program.run import _declared_counter
+    from harness.program.launch import _declared_counter
     from harness.readers import Feed, line_readers
 
     clock = ReplayClock()

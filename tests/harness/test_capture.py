@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from harness.program import capture
-from harness.program.run import child_env
+from harness.program.launch import child_env
 
 PROGRAM = r"""
 import sys, time
@@ -27,7 +27,7 @@ def test_a_capture_reads_back_as_the_harness_reads_the_program(tmp_path):
     replayed = [(s, line) for _, s, line in capture.lines(path)]
     live = subprocess.run(
         [sys.executable, "-c", PROGRAM], capture_output=True, text=True, env=child_env(), errors="replace"
-    )  # text mode: universal newlines, as harness.program.run reads
+    )  # text mode: universal newlines, as harness.program.launch reads
     assert [line for s, line in replayed if s == "out"] == live.stdout.splitlines(keepends=True)
     assert [line for s, line in replayed if s == "err"] == live.stderr.splitlines(keepends=True)
     times = {line: t for t, _, line in capture.lines(path)}

@@ -228,7 +228,7 @@ def test_json_objects_flattened_and_our_own_messages_left_to_the_suite():
 
 def test_a_declared_counter_stays_the_headline():
     """`--progress 'episodes=Ep (\\d+)'`: the user's counter is judged by, even beside a finer one."""
-    from harness.program.run import _declared_counter
+    from harness.program.launch import _declared_counter
 
     readers = line_readers(r"episodes=Ep (\d+)")
     probe = FakeProbe()

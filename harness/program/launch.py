@@ -1,4 +1,6 @@
-"""Running the user's program and reading its progress as it runs.
+"""Running the user's program and reading its progress as it runs (a module apart from the
+package's `run`, the suite's entry: a submodule named `run` would replace that function as
+an attribute of harness.program once imported).
 
 Both output streams are piped (progress bars and loggers write to stderr), every line goes
 on to the cell's log, and harness.readers turn them and the progress files into probe
