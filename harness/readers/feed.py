@@ -31,7 +31,6 @@ import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from harness.readers.checks import SET_ASIDE, Check, clock_rate, paired_printed, printed_median
@@ -166,7 +165,8 @@ class Feed:
             self._grown.append(reading.name)
             if len(self._grown) == 1 and self.probe.current_phase != "stopped":
                 self.probe.phase("warmup")  # the program's start-up (imports, envs) is not its warm-up
-                series.points[-1] = replace(series.points[-1], phase=self.probe.current_phase)
+                if self.probe.current_phase == "warmup":
+                    self._unmeasure()
         if counted_slot != slot:
             counted = self._series[(reading.name, counted_slot)]
             stale = now - counted.grew_at[-1] >= STALE_S
@@ -180,6 +180,15 @@ class Feed:
         if units:
             self.probe.count(reading.name, units)
         self._choose_headline()
+
+    def _unmeasure(self) -> None:
+        """The warm-up restarted at the first growth: nothing read before it (a bar at 0, a
+        printed rate, in a window the probe opened while the program was still starting) is
+        of the measured window, for the rates and their checks alike."""
+        for series in self._series.values():
+            series.unmeasure()
+        for name, points in self._printed.items():
+            self._printed[name] = [(t, v, "warmup" if phase == "measure" else phase, s) for t, v, phase, s in points]
 
     def _choose_headline(self, eligible: Sequence[str] | None = None) -> None:
         if self.fixed_headline is not None:

@@ -17,7 +17,7 @@ often as it reaches new highs is neither (two running totals under one name, tak
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 MAX_KEPT = 100_000  # readings kept per series (a bar redrawn 1,000 times a second for 100 s)
@@ -116,6 +116,15 @@ class Series:
         if t1 <= t0:
             return None
         return (level1 - level0) / (t1 - t0)
+
+    def unmeasure(self) -> None:
+        """The readings so far were not in the measured window: the probe measured while no
+        counter had grown (its warm-up cap passed during the program's start-up), and the
+        first growth restarted the warm-up. A bar at 0 printed then is where the program
+        started, not a reading of the window (torchrl's SAC bar at `0/1000000 [00:00<?` made
+        its clock check span the random-action phase before the window: 0.88x)."""
+        self.points = [replace(p, phase="warmup") if p.phase == "measure" else p for p in self.points]
+        self.history = [("warmup" if phase == "measure" else phase, v, u) for phase, v, u in self.history]
 
     def grew_since(self, t: float) -> int:
         """How many of its last SWITCH_AFTER growths came after `t`."""

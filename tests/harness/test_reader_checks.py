@@ -311,3 +311,30 @@ def test_a_trainers_silent_update_phase_is_in_its_rate():
     assert series.window_rate() == pytest.approx(1480 / 44.8, rel=0.001)
     # a window to 60 s: the last 15 s are an update phase, no progress, and in the rate
     assert series.window_rate(start=0.0, end=60.0) == pytest.approx(1480 / 59.8, rel=0.001)
+
+
+def test_what_was_read_before_the_first_growth_is_not_in_the_window(tmp_path):
+    """torchrl's SAC prints its bar at `0/1000000 [00:00<?` after 12 s of start-up (the probe,
+    past its 10 s warm-up cap with nothing counted, had begun measuring), then fills 1,000
+    random-action frames at 500/s and trains at 100 frames/s. The first growth restarts the
+    warm-up; the bar at 0 stayed a reading of the window, and the clock check ran from it,
+    over the fast phase: 0.70x, warned, where the program's clock agrees with the harness."""
+    import json
+
+    from harness.program.capture import replay_cell
+
+    chunks = [(12.0, "  0%|  | 0/1000000 [00:00<?, ?it/s]")]
+    t, n = 12.0, 0
+    while t < 70.0:
+        step = 0.2 if n < 1000 else 1.0  # 100 frames a step: 500/s, then 100/s
+        t, n = t + step, n + 100
+        chunks.append((t, f"  0%|  | {n}/1000000 [00:{int(t - 12.0):02d}<2:00:00, 100.00it/s]"))
+    path = tmp_path / "sac.jsonl"
+    with open(path, "w") as out:
+        out.write(json.dumps({"capture": 1, "argv": ["sac.py"]}) + "\n")
+        for when, text in chunks:
+            out.write(json.dumps({"t": when, "s": "err", "d": "\r" + text}) + "\n")
+    metrics, _ = replay_cell(path, 20.0)
+    start, end = metrics["replay_window"]
+    assert start > 14.0 and metrics["iterations_per_s"] == pytest.approx(100.0, rel=0.02)
+    assert metrics["headline_check"] == "passed", metrics["headline_provenance"]
