@@ -84,12 +84,14 @@ def paired_printed(counter: str, slot: str, printed: dict[str, list[tuple[float,
 
 
 def clock_rate(
-    sightings: list[Sighting], clocks: list[tuple[float, float]], increments: bool = False
+    sightings: list[Sighting], clocks: list[tuple[float, float]], increments: bool = False, since: float | None = None
 ) -> tuple[float, float] | None:
     """The counter's growth by the program's own numbers and its own clock over the measured
     window: (per second, seconds of its clock), from the readings where its number changed,
     each with a clock reading of the same report (tqdm's `[00:12<`, a `time_elapsed` row of the
-    same table). Nothing of the
+    same table). `since`: the harness's rate rests on the readings from then on, one before the
+    window among them when the window opened in a silence (Stable-Baselines3's own 18 s stall):
+    the clock is read over the same stretch. Nothing of the
     harness's is in it: neither its accounting (a summed running total would show against it)
     nor its clock (lines that reach it in bursts would). A stretch where the number or the
     clock goes back (a new bar) is left out. None with under CLOCK_MIN_S of clock."""
@@ -99,7 +101,7 @@ def clock_rate(
     times = [t for t, _ in clocks]
     paired: list[tuple[float, float]] = []  # (clock seconds, the program's number)
     for before, s in zip([None, *sightings], sightings, strict=False):
-        if s.phase != "measure":
+        if s.phase == "stopped" or (s.phase != "measure" and (since is None or s.t < since)):
             continue
         if not increments and before is not None and s.value == before.value:
             continue  # a redraw of a number reached earlier (tianshou's env_step lags its bar)

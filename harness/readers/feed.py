@@ -216,9 +216,12 @@ class Feed:
         for name, printed in sorted(medians.items()):
             self.probe.set(name, printed)
         start, end = getattr(self.probe, "measured_window", lambda: (None, None))()
-        rates = {n: rate for n in self._grown if (rate := self.series_of(n).window_rate(start, end)) is not None}
+        spans = {n: span for n in self._grown if (span := self.series_of(n).window_span(start, end)) is not None}
+        rates = {n: span.rate for n, span in spans.items()}
         # a series not yet known as a running total or increments is set aside unchecked
-        self.checks = {name: self._checks(name, rates, medians) for name in rates if self.series_of(name).trusted}
+        self.checks = {
+            name: self._checks(name, rates, medians, spans[name].first.t) for name in rates if self.series_of(name).trusted
+        }
         for name, printed in sorted(medians.items()):
             paired = [c for c in self._grown if name in paired_printed(c, self.series_of(c).slot, self._printed)]
             counter = min(paired, key=rank) if paired else None
@@ -251,8 +254,9 @@ class Feed:
         if not self._grown:
             self.probe.warn(self._nothing_counted())
 
-    def _checks(self, name: str, rates: dict[str, float], medians: dict[str, float]) -> list[Check]:
-        """Every other source of the same thing as counter `name`, held against its rate."""
+    def _checks(self, name: str, rates: dict[str, float], medians: dict[str, float], since: float) -> list[Check]:
+        """Every other source of the same thing as counter `name`, held against its rate (taken
+        over the counter's readings from `since` on)."""
         checks = []
         slot = self.series_of(name).slot
         for printed in paired_printed(name, slot, self._printed):
@@ -261,7 +265,7 @@ class Feed:
                 label = f"printed {printed.removeprefix('printed_')}{same}"
                 checks.append(Check(label, medians[printed], rates[name] / medians[printed]))
         series = self.series_of(name)
-        by_clock = clock_rate(series.points, self._clocks, series.kind == "increments")
+        by_clock = clock_rate(series.points, self._clocks, series.kind == "increments", since)
         if by_clock is not None and by_clock[0] > 0:
             label = f"growth by the program's own numbers and clock ({by_clock[1]:.0f} s)"
             checks.append(Check(label, by_clock[0], rates[name] / by_clock[0]))

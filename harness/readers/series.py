@@ -41,6 +41,22 @@ class Sighting:
     phase: str
 
 
+@dataclass(frozen=True)
+class Span:
+    """What a counter's rate over the window is taken over: from `t0` at `level0` to `t1` at
+    `level1` (units counted), resting on the program's readings from `first` on."""
+
+    t0: float
+    level0: float
+    t1: float
+    level1: float
+    first: Sighting
+
+    @property
+    def rate(self) -> float:
+        return (self.level1 - self.level0) / (self.t1 - self.t0)
+
+
 @dataclass
 class Series:
     """The sightings of one counter in one slot (see harness.readers.protocol.Reading)."""
@@ -88,26 +104,33 @@ class Series:
         return units
 
     def window_rate(self, start: float | None = None, end: float | None = None) -> float | None:
-        """Units per second over the measured window [start, end], as one reads a log by hand:
-        between its first and last changes in the window (a report every 10 s cut by the
-        window's edges would be off by up to a report, and a redraw of an old number, tianshou's
-        `env_step=256` until the next collection, is not when it was reached). A silence at an
-        edge longer than STALL_GAPS of its usual gaps is no report pending but no progress
-        (a trainer's update phase between collections): the window runs to that edge, the
-        level interpolated at its start and held at its end. None with under two changes."""
+        """Units per second over the measured window [start, end] (see window_span)."""
+        span = self.window_span(start, end)
+        return None if span is None else span.rate
+
+    def window_span(self, start: float | None = None, end: float | None = None) -> Span | None:
+        """The stretch a rate over the measured window [start, end] is taken over, as one
+        reads a log by hand: between its first and last changes in the window (a report every
+        10 s cut by the window's edges would be off by up to a report, and a redraw of an old
+        number, tianshou's `env_step=256` until the next collection, is not when it was
+        reached). A silence at an edge longer than STALL_GAPS of its usual gaps is no report
+        pending but no progress (a trainer's update phase between collections): the window
+        runs to that edge, the level interpolated at its start (from the reading before it,
+        which the span then rests on) and held at its end. None with under two changes."""
         measured = [p for p in self.points if p.phase == "measure"]
         changes = [(a, b) for a, b in zip(self.points, self.points[1:], strict=False) if b.total > a.total]
         grew = [b for _, b in changes if b.phase == "measure"]
         if len(grew) < 2:
             if len(measured) >= 3 and measured[-1].t > measured[0].t:  # a stall, or one growth
-                return (measured[-1].total - measured[0].total) / (measured[-1].t - measured[0].t)
+                first, last = measured[0], measured[-1]
+                return Span(first.t, first.total, last.t, last.total, first)
             return None
         gaps = sorted(b.t - a.t for a, b in zip(grew, grew[1:], strict=False))
         silence = STALL_GAPS * gaps[len(gaps) // 2]
-        t0, level0 = grew[0].t, grew[0].total
+        t0, level0, first = grew[0].t, grew[0].total, grew[0]
         before = [a for a, b in changes if b is grew[0]]
         if start is not None and t0 - start > silence and before and before[0].t < start:
-            a = before[0]
+            first = a = before[0]
             level0 = a.total + (grew[0].total - a.total) * (start - a.t) / (grew[0].t - a.t)
             t0 = start
         t1, level1 = grew[-1].t, grew[-1].total
@@ -115,7 +138,7 @@ class Series:
             t1 = end
         if t1 <= t0:
             return None
-        return (level1 - level0) / (t1 - t0)
+        return Span(t0, level0, t1, level1, first)
 
     def unmeasure(self) -> None:
         """The readings so far were not in the measured window: the probe measured while no

@@ -5,6 +5,8 @@ Each case is the shape of a real program's output (tests/corpus/ holds the captu
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from harness.readers import Feed, line_readers
@@ -313,14 +315,23 @@ def test_a_trainers_silent_update_phase_is_in_its_rate():
     assert series.window_rate(start=0.0, end=60.0) == pytest.approx(1480 / 59.8, rel=0.001)
 
 
+def _capture(path, chunks: list[tuple[float, str]], stream: str = "err"):
+    """A capture file of `chunks` (time, text), as benchmarks/capture_output.py writes one."""
+    import json
+
+    with open(path, "w") as out:
+        out.write(json.dumps({"capture": 1, "argv": ["train.py"]}) + "\n")
+        for when, text in chunks:
+            out.write(json.dumps({"t": when, "s": stream, "d": text}) + "\n")
+    return path
+
+
 def test_what_was_read_before_the_first_growth_is_not_in_the_window(tmp_path):
     """torchrl's SAC prints its bar at `0/1000000 [00:00<?` after 12 s of start-up (the probe,
     past its 10 s warm-up cap with nothing counted, had begun measuring), then fills 1,000
     random-action frames at 500/s and trains at 100 frames/s. The first growth restarts the
     warm-up; the bar at 0 stayed a reading of the window, and the clock check ran from it,
     over the fast phase: 0.70x, warned, where the program's clock agrees with the harness."""
-    import json
-
     from harness.program.capture import replay_cell
 
     chunks = [(12.0, "  0%|  | 0/1000000 [00:00<?, ?it/s]")]
@@ -329,12 +340,27 @@ def test_what_was_read_before_the_first_growth_is_not_in_the_window(tmp_path):
         step = 0.2 if n < 1000 else 1.0  # 100 frames a step: 500/s, then 100/s
         t, n = t + step, n + 100
         chunks.append((t, f"  0%|  | {n}/1000000 [00:{int(t - 12.0):02d}<2:00:00, 100.00it/s]"))
-    path = tmp_path / "sac.jsonl"
-    with open(path, "w") as out:
-        out.write(json.dumps({"capture": 1, "argv": ["sac.py"]}) + "\n")
-        for when, text in chunks:
-            out.write(json.dumps({"t": when, "s": "err", "d": "\r" + text}) + "\n")
+    path = _capture(tmp_path / "sac.jsonl", [(when, "\r" + text) for when, text in chunks])
     metrics, _ = replay_cell(path, 20.0)
     start, end = metrics["replay_window"]
     assert start > 14.0 and metrics["iterations_per_s"] == pytest.approx(100.0, rel=0.02)
     assert metrics["headline_check"] == "passed", metrics["headline_provenance"]
+
+
+def test_a_window_opening_in_a_stall_reads_the_clock_over_the_same_stretch(tmp_path):
+    """Stable-Baselines3 stalled 18 s on its own (time_elapsed 10 -> 28 for one table) as the
+    window opened: the harness's rate runs from the window's start, its level interpolated from
+    the table before; the clock check, from the window's tables alone, read only the fast part
+    after the stall (300/s against 195: 0.65x). Over the same stretch it agrees."""
+    from harness.program.capture import replay_cell
+
+    chunks, steps = [], 0
+    for t in [float(k) for k in range(10, 15)] + [32.0 + k for k in range(40)]:
+        steps += 100
+        chunks.append((t, f"|    time_elapsed    | {int(t - 10)} |\n|    total_timesteps | {steps} |\n"))
+    metrics, _ = replay_cell(_capture(tmp_path / "sb3.jsonl", chunks, "out"), 30.0)
+    start, end = metrics["replay_window"]
+    assert 14.0 < start < 32.0 - 3.0  # opened in the stall
+    rate = metrics["total_timesteps_per_s"]
+    (check,) = re.findall(r"clock \(\d+ s\) ([\d.]+)/s: [\d.]+x, (\w+)", metrics["headline_provenance"])
+    assert check[1] == "agrees" and float(check[0]) == pytest.approx(rate, rel=0.10), metrics["headline_provenance"]
