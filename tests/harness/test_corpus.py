@@ -7,6 +7,7 @@ than a rate the program printed of the same thing reaches the headline without a
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -40,6 +41,15 @@ def test_the_headline_is_the_hand_computed_rate(replayed):
     meta, metrics, _ = replayed
     assert metrics.get("headline_rate") == f"{meta['headline']}_per_s", metrics.get("progress_provenance")
     assert metrics[f"{meta['headline']}_per_s"] == pytest.approx(meta["rate"], rel=TOLERANCE), meta["how"]
+
+
+def test_the_headline_is_checked_as_its_meta_says(replayed):
+    """The verdict a cell shows beside its rate, and the check by the program's own clock: a
+    check that wanders (a reading before the window taken as in it) shows here first."""
+    meta, metrics, _ = replayed
+    assert metrics.get("headline_check") == meta["check"], metrics.get("headline_provenance")
+    clocks = re.findall(r"clock \(\d+ s\) [\d.]+/s: [\d.]+x, (\w+)", metrics["headline_provenance"])
+    assert clocks == ([meta["clock"]] if "clock" in meta else []), metrics["headline_provenance"]
 
 
 def test_no_counter_read_2x_faster_than_a_printed_rate_reaches_the_headline_unwarned(replayed):
