@@ -20,7 +20,8 @@ from the program's own numbers over the cell's measured window:
   `H:MM:SS`-like): the growth per second of the program's own clock, from the first to the
   last change in the window, nothing of the harness's clock in it.
 
-REGEX's first group is the number (commas allowed); it must be the counter the headline
+REGEX's first group is the number (commas allowed; a bar per epoch: named groups `epoch`,
+`n`, `total`, the batches since the start); it must be the counter the headline
 names (a program printing it in several reports: the regex picks the one the harness counts).
 """
 
@@ -48,6 +49,15 @@ def _seconds(text: str) -> float:
     return out
 
 
+def _value(match: re.Match[str]) -> float:
+    """The regex's first group; or, with groups `epoch`, `n` and `total` (a bar per epoch,
+    `Epoch 84: 50%| 16/32`), the batches since the start: epoch * total + n."""
+    groups = match.groupdict()
+    if {"epoch", "n", "total"} <= groups.keys():
+        return float(groups["epoch"]) * float(groups["total"]) + float(groups["n"])
+    return float(match.group(1).replace(",", ""))
+
+
 def log_points(path: Path, number: re.Pattern[str], clock: re.Pattern[str] | None) -> list[tuple[float, float, float | None]]:
     """(arrival, the number, the program's clock on that line) where the number changed; a
     line arrives when it is ended (a bar's redraw `\\r...` when the next one comes), as the
@@ -58,7 +68,7 @@ def log_points(path: Path, number: re.Pattern[str], clock: re.Pattern[str] | Non
         if not line.endswith("\n"):
             continue  # a stream's last line, never ended (a bar's last redraw): the cell never read it
         for match in number.finditer(line):
-            value = float(match.group(1).replace(",", ""))
+            value = _value(match)
             if value != last:
                 c = clock.search(line) if clock else None
                 points.append((t, value, _seconds(c.group(1)) if c else None))
