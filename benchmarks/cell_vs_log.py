@@ -17,8 +17,9 @@ from the program's own numbers over the cell's measured window:
 - `window`: over the whole window, the number interpolated at its start and held after
   its last report (a program silent at the window's end made no progress there);
 - `clock` (with --clock, a regex of the program's elapsed seconds on the same line, or
-  `H:MM:SS`-like): the growth per second of the program's own clock, from the first to the
-  last change in the window, nothing of the harness's clock in it.
+  `H:MM:SS`-like): the growth per second of the program's own clock between the changes in
+  the window, over the stretches where that clock runs on (a bar per epoch starts it again),
+  nothing of the harness's clock in it.
 
 REGEX's first group is the number (commas allowed; a bar per epoch: named groups `epoch`,
 `n`, `total`, the batches since the start); it must be the counter the headline
@@ -129,7 +130,7 @@ def main() -> None:
         if len(inside) < 2:
             print(f"{head}; {len(inside)} report(s) in the window {start:.1f}-{end:.1f} s: no rate from the log")
             continue
-        (t0, v0, c0), (t1, v1, c1) = inside[0], inside[-1]
+        (t0, v0, _), (t1, v1, _) = inside[0], inside[-1]
         first_last = (v1 - v0) / (t1 - t0)
         level0 = v0
         if before:
@@ -137,8 +138,12 @@ def main() -> None:
             level0 = vb + (v0 - vb) * (start - tb) / (t0 - tb)
         whole = (v1 - level0) / (end - start)
         own = ""
-        if clock and c0 is not None and c1 is not None and c1 > c0:
-            own = f"; by its clock {(v1 - v0) / (c1 - c0):.4g}/s ({c1 - c0:g} s)"
+        # by its clock: over the stretches where it runs on (a bar per epoch starts its clock again)
+        steps = [(b[1] - a[1], b[2] - a[2]) for a, b in zip(inside, inside[1:], strict=False)
+                 if a[2] is not None and b[2] is not None and b[2] >= a[2] and b[1] >= a[1]]
+        units, seconds = sum(u for u, _ in steps), sum(c for _, c in steps)
+        if clock and seconds > 0:
+            own = f"; by its clock {units / seconds:.4g}/s ({seconds:g} s)"
         print(
             f"{head}; log: {len(inside)} reports in {start:.1f}-{end:.1f} s (capture +{delta:.2f} s), "
             f"{v0:g} at {t0:.1f} -> {v1:g} at {t1:.1f}: first-last {first_last:.4g}/s, window {whole:.4g}/s{own}; "
