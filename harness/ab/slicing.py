@@ -52,6 +52,7 @@ from harness.cell.messages import ChildStream, Reader
 from harness.cell.processes import alive, child_env, describe_processes, kill_tree, log_tail, marked_processes, tree
 from harness.model.vocabulary import Vocabulary
 from harness.running import interrupts
+from harness.running.cell_log import DEFAULT_CAP_MB, CellLog
 from harness.running.matrix import Cell
 from harness.runs.record import explicit_params
 
@@ -195,12 +196,14 @@ class Instance:
         }
         env = child_env(key, run_root)
         env["PYTHONPATH"] = side.pythonpath(os.environ.get("PYTHONPATH"))
-        with open(self.log, "wb") as log:
+        # the slice's output copied into its log, capped as a cell's (the tail kept)
+        self.output = CellLog(self.log, int((cell.log_cap_mb or DEFAULT_CAP_MB) * 1e6))
+        try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "harness.cell", json.dumps(spec), str(self.scratch)],
                 cwd=side.root,
                 stdin=subprocess.DEVNULL,
-                stdout=log,
+                stdout=self.output.write_fd,
                 stderr=subprocess.STDOUT,
                 # its own session, or (a causal experiment) its own process group in the
                 # harness's session: the kernel's autogroup then holds it with the stopper
@@ -208,6 +211,10 @@ class Instance:
                 process_group=None if own_session else 0,
                 env=env,
             )
+        except BaseException:
+            self.output.close()
+            raise
+        self.output.started()
         self.pgid = self.proc.pid
         self.known: dict[int, psutil.Process] = {}
         self.samples: list[Sample] = []
@@ -335,6 +342,7 @@ class Instance:
         leftover = {p: h for p, h in marked_processes(self.run_root, self.key).items() if p != self.proc.pid}
         if leftover:
             kill_tree(None, leftover, grace_s=0.5)
+        self.output.close()
         self.scratch.unlink(missing_ok=True)
 
 

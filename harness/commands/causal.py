@@ -4,7 +4,6 @@ program's processes limits its throughput, measured by slowing each in turn
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -162,8 +161,7 @@ def main(
 
 
 def write(store: RunStore, result: CausalResult) -> None:
-    path = store.root / CAUSAL_JSON
-    try:
-        path.write_text(json.dumps(result.to_json(), indent=1, default=str))
-    except OSError as exc:
-        raise UserError(f"the harness could not write {path}: {exc.strerror or exc} (its own disk or files)") from None
+    """causal.json, whole or not at all (a full disk is the harness's StorageError, exit 74)."""
+    from harness.runs.files import write_json_atomic
+
+    write_json_atomic(store.root / CAUSAL_JSON, result.to_json(), "the causal experiment's result")

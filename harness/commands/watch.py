@@ -32,6 +32,7 @@ def watch(
     batch_limit: int = typer.Option(
         None, "--batch-limit", help="the largest batch the program could use (SMALL_BATCHES)"
     ),
+    log_cap: float = options.LogCapOpt,
     out: Path = options.OutOpt,
     quiet: bool = typer.Option(False, "--quiet", help="plain lines: findings and paths only"),
 ) -> int:
@@ -48,10 +49,14 @@ def watch(
         )
     if batch_limit is not None and batch_limit < 1:
         raise UserError(f"--batch-limit {batch_limit}: must be a batch size of at least 1")
+    if log_cap is not None and not log_cap > 0:
+        raise UserError(f"--log-cap-mb {log_cap:g}: must be a positive number of MB")
     target = check_target(command, pid, duration)
     instruments = WatchOptions(budget_hz=rate, torch_hook=torch_hook, rate_regex=rate_regex, batch_limit=batch_limit)
     compile_pattern(rate_regex)  # a bad pattern is refused before the program starts
-    store, record = watch_program(target, duration, instruments, out, announce=(lambda _: None) if quiet else print)
+    store, record = watch_program(
+        target, duration, instruments, out, announce=(lambda _: None) if quiet else print, log_cap_mb=log_cap
+    )
     finish_report(store, [record], quiet)
     for warning in record.warnings:
         print(f"warning: {warning}")

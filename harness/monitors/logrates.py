@@ -1,9 +1,11 @@
 """Rates a program already prints, read from its log as it runs: `Iteration 4500 (33.4
 iter/s)`, `12 games, 68.3 games/min`, tqdm's `33.40it/s`.
 
-A thread follows the log file(s) (the watched program's stdout and stderr, or a cell's
-log) and stamps each new line with the time it was read, so the rates become a series on
-the same clock as every other monitor. Every match of the default pattern is a rate named
+A thread follows the log file(s) (an attached program's stdout and stderr) and stamps each
+new line with the time it was read, so the rates become a series on the same clock as every
+other monitor. A program the harness starts is read from its output as it arrives instead
+(`take`, handed each chunk by the pipe that writes its capped log): the rates go on past the
+log's cap, stamped on arrival. Every match of the default pattern is a rate named
 by its unit: `log_<unit>_per_s` (per second) or `log_<unit>_per_min` (per minute; per hour
 becomes per minute). A user pattern (`--rate-regex`) needs a group named `value` (or
 exactly one group); groups `unit` and `per` name it the same way, else it is `log_rate`.
@@ -16,8 +18,10 @@ window when the program logs its first rate late, after importing torch for inst
 
 from __future__ import annotations
 
+import codecs
 import re
 import statistics
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -80,20 +84,32 @@ def parse_line(line: str, patterns: list[re.Pattern[str]]) -> list[tuple[str, fl
 
 
 class LogRatesMonitor(SamplingMonitor):
-    """Follows log files from their current end (or start) and parses rate lines."""
+    """Follows log files from their current end (or start), or output handed to `take`, and
+    parses rate lines."""
 
     name = "log"
 
-    def __init__(self, paths: list[Path], user_pattern: re.Pattern[str] | None = None, from_start: bool = True) -> None:
+    def __init__(
+        self,
+        paths: list[Path],
+        user_pattern: re.Pattern[str] | None = None,
+        from_start: bool = True,
+        fed: bool = False,
+    ) -> None:
         super().__init__(PERIOD_S)
         self.paths = paths
+        self.fed = fed  # output comes through `take`
         self.patterns = [user_pattern] if user_pattern is not None else [re.compile(DEFAULT_PATTERN)]
         self.from_start = from_start
         self.points: list[tuple[float, str, float]] = []
         self.lines = 0
         self.rate_lines = 0
         self._offsets: dict[Path, int] = {}
-        self._partial: dict[Path, str] = {}
+        self._partial: dict[Path | None, str] = {}  # None: the output handed to `take`
+        self._decoders: dict[Path | None, codecs.IncrementalDecoder] = {}  # a character cut between reads
+        self._lock = threading.Lock()  # `take` runs on the log's thread
+        self._closed = False
+        self._take_cpu_s = 0.0  # parsing in `take`, on the log's thread
 
     def begin(self, root_pid: int) -> bool:
         for path in self.paths:
@@ -105,6 +121,18 @@ class LogRatesMonitor(SamplingMonitor):
 
     def finish(self) -> None:
         self.read_once(final=True)  # the last line, whether or not it ended
+        with self._lock:
+            self._parse(None, b"", final=True)
+            self._closed = True  # output after the window is not the window's
+
+    def take(self, data: bytes) -> None:
+        """A chunk of the program's output, as it arrives (its parsing counts in the
+        monitor's own CPU like a sample's)."""
+        t0 = time.thread_time()
+        with self._lock:
+            if not self._closed:
+                self._parse(None, data, final=False)
+            self._take_cpu_s += time.thread_time() - t0
 
     def read_once(self, final: bool = False) -> None:
         wall = time.time()
@@ -116,21 +144,27 @@ class LogRatesMonitor(SamplingMonitor):
             except OSError:
                 continue
             self._offsets[path] = self._offsets.get(path, 0) + len(chunk)
-            text = self._partial.pop(path, "") + chunk.decode(errors="replace")
-            lines = text.replace("\r", "\n").split("\n")
-            if not final:
-                self._partial[path] = lines.pop()  # an unfinished line waits for its end
-            for line in lines:
-                if not line.strip():
-                    continue
-                self.lines += 1
-                found = parse_line(line, self.patterns)
-                if found:
-                    self.rate_lines += 1
-                    self.points += [(wall, name, value) for name, value in found]
+            with self._lock:
+                self._parse(path, chunk, final, wall)
+
+    def _parse(self, source: Path | None, chunk: bytes, final: bool, wall: float | None = None) -> None:
+        wall = time.time() if wall is None else wall
+        decoder = self._decoders.setdefault(source, codecs.getincrementaldecoder("utf-8")(errors="replace"))
+        text = self._partial.pop(source, "") + decoder.decode(chunk, final=final)
+        lines = text.replace("\r", "\n").split("\n")
+        if not final:
+            self._partial[source] = lines.pop()  # an unfinished line waits for its end
+        for line in lines:
+            if not line.strip():
+                continue
+            self.lines += 1
+            found = parse_line(line, self.patterns)
+            if found:
+                self.rate_lines += 1
+                self.points += [(wall, name, value) for name, value in found]
 
     def result(self) -> MonitorResult:
-        if not self.paths:
+        if not self.paths and not self.fed:
             return MonitorResult(metrics={}, series=[])  # nothing to follow (a suite reads its own output)
         metrics: dict[str, Any] = {"log_lines": self.lines, "log_rate_lines": self.rate_lines}
         by_name: dict[str, list[tuple[float, float]]] = {}
@@ -146,5 +180,5 @@ class LogRatesMonitor(SamplingMonitor):
                 # the time the rates cover: each line's rate is over the gap before it
                 gap = statistics.median(b[0] - a[0] for a, b in zip(points, points[1:], strict=False))
                 metrics[f"{name}_drift_span_s"] = points[-1][0] - points[0][0] + gap
-        metrics["log_monitor_cpu_s"] = self.own_cpu_s
+        metrics["log_monitor_cpu_s"] = self.own_cpu_s + self._take_cpu_s
         return MonitorResult(metrics=metrics, series=list(self.points))

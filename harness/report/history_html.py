@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.trend import series
+from harness.runs.files import make_dirs, write_atomic
 
 
 def write_chart(path: Path, metric: str, rows: list[dict[str, Any]]) -> None:
@@ -53,5 +54,5 @@ def write_chart(path: Path, metric: str, rows: list[dict[str, Any]]) -> None:
         yaxis_title=metric,
         hovermode="closest",
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.write_html(path, include_plotlyjs=True, full_html=True)
+    make_dirs(path.parent, "the history chart's folder")
+    write_atomic(path, fig.to_html(include_plotlyjs=True, full_html=True), "the history chart")

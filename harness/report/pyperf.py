@@ -18,12 +18,16 @@ with no value left is skipped and named in the returned list.
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import io
 import math
 import re
 from pathlib import Path
 
 from harness.analysis.baselines import load_run
 from harness.errors import UserError
+from harness.runs.files import make_dirs, replacing
 from harness.runs.record import CellGroup
 
 _TIME_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -92,6 +96,10 @@ def export(run_dir: Path, out: Path, metrics: list[str] | None = None) -> tuple[
                 skipped.append(benchmark_name(cell, metric))
     if not benchmarks:
         raise UserError(f"{run_dir}: nothing to export for metrics {', '.join(metrics) or '(none found)'}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    pyperf.BenchmarkSuite(benchmarks).dump(str(out), replace=True)
+    make_dirs(out.parent, "the export's folder")
+    with replacing(out, "the pyperf export", mode="wb") as raw:  # whole or not at all, as pyperf's own files
+        with gzip.GzipFile(fileobj=raw, mode="wb") if out.suffix == ".gz" else contextlib.nullcontext(raw) as binary:
+            text = io.TextIOWrapper(binary, encoding="utf-8")
+            pyperf.BenchmarkSuite(benchmarks).dump(text)
+            text.detach()
     return len(benchmarks), skipped

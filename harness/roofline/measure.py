@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.cell.processes import PACKAGE_ROOT
-from harness.errors import UserError
+from harness.errors import StorageError, UserError
 from harness.model.registry import discover
 from harness.model.vocabulary import LimitBenchmark
 from harness.roofline import IPC, SUITE, TRANSPORTS
@@ -122,7 +122,11 @@ def measure(what: Plan, fast: bool, pyperf_args: str | None, out: Path) -> tuple
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)}
     started = utc_now()
     print(f"pyperf: {shlex.join(command[1:])}", flush=True)
-    with open(store.root / LOG_FILE, "w") as log:
+    try:
+        log = open(store.root / LOG_FILE, "w")  # noqa: SIM115 - closed below; pyperf writes into it
+    except OSError as exc:
+        raise StorageError.from_os(exc, store.root / LOG_FILE, "pyperf's log") from None
+    with log:
         done = subprocess.run(command, cwd=PACKAGE_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     if done.returncode != 0 or not output.exists():
         store.update_meta(state="failed", ended=utc_now())

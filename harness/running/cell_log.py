@@ -20,6 +20,7 @@ import select
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,11 +68,15 @@ class LogSummary:
 
 
 class CellLog:
-    """The pipe a cell writes to and the thread that copies it into the log, capped."""
+    """The pipe a cell writes to and the thread that copies it into the log, capped.
 
-    def __init__(self, path: Path, cap_bytes: int) -> None:
+    `on_data`, when given, is handed every chunk of output as it arrives, before the cap
+    (harness watch reads its program's rates there, so they go on past the cap)."""
+
+    def __init__(self, path: Path, cap_bytes: int, on_data: Callable[[bytes], None] | None = None) -> None:
         self.path = path
         self.cap = max(int(cap_bytes), 1024)
+        self._on_data = on_data
         self._file = _open_log(path)  # StorageError when even that fails
         self.read_fd, self.write_fd = os.pipe()
         _widen(self.write_fd)
@@ -129,6 +134,8 @@ class CellLog:
             self._take(data)
 
     def _take(self, data: bytes) -> None:
+        if self._on_data is not None:
+            self._on_data(data)
         self.written += len(data)
         self._recent = (self._recent + data)[-RECENT_BYTES:]
         room = self.cap - self.on_disk

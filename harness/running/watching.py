@@ -4,7 +4,8 @@ cells.jsonl, its series CSV, the program's output as the cell's log).
 
 A command runs in its own session (as a cell does), with the instruments' environment (the
 torch hook, PYTHONUNBUFFERED so its log lines arrive as they are printed) and the run's
-markers; at the duration (or Ctrl-C, or SIGTERM) the instruments are stopped first, so the
+markers; its output goes through a pipe into the log, capped as a cell's is
+(harness.running.cell_log), and on to the log-rate monitor as it arrives; at the duration (or Ctrl-C, or SIGTERM) the instruments are stopped first, so the
 window holds only what the program did, then its whole tree is ended as a cell's is. A
 process attached with `--pid` is only read: nothing is sent to it, and the recorders
 detach when the window ends. The record's suite is the harness's own `watch`
@@ -31,6 +32,7 @@ from harness.errors import UserError
 from harness.model.vocabulary import WATCH_SUITE
 from harness.monitors import Monitor, MonitorResult, default_monitors
 from harness.running import interrupts, metadata
+from harness.running.cell_log import DEFAULT_CAP_MB, CellLog
 from harness.running.matrix import Cell, cell_id
 from harness.running.runner import WATCH_DIR
 from harness.runs.record import Record
@@ -116,9 +118,15 @@ def _file_outputs(pid: int) -> list[Path]:
 
 
 def watch(
-    target: Target, duration: float | None, options: WatchOptions, out: Path, announce=print
+    target: Target,
+    duration: float | None,
+    options: WatchOptions,
+    out: Path,
+    announce=print,
+    log_cap_mb: float | None = None,
 ) -> tuple[RunStore, Record]:
-    """Watch the target; returns the run directory and its one record."""
+    """Watch the target; returns the run directory and its one record. `log_cap_mb`: the
+    most the started program's log keeps (its last part; default as a cell's)."""
     params = target.params()
     if target.pid is not None and duration is None:
         duration = ATTACH_DURATION_S
@@ -129,12 +137,15 @@ def watch(
     workdir = store.root / WATCH_DIR / key
     attached = target.pid is not None
     logs = _file_outputs(target.pid) if attached else [log_path]
-    instruments = Instruments(workdir, logs, options, program=target.argv, attached=attached)
+    instruments = Instruments(
+        workdir, logs if attached else [], options, program=target.argv, attached=attached, fed=not attached
+    )
     monitors: list[Monitor] = [*default_monitors(), instruments]
     warnings: list[str] = []
     started = utc_now()
     t0 = time.time()
     proc: subprocess.Popen[bytes] | None = None
+    log: CellLog | None = None
     exit_code: int | None = None
     interrupted = False
     if attached:
@@ -144,14 +155,16 @@ def watch(
     else:
         env = instruments.environ({**os.environ, ENV_CELL: key, ENV_RUN: str(store.root.resolve())})
         env.setdefault("PYTHONUNBUFFERED", "1")
-        with open(log_path, "wb") as log:
-            try:
-                proc = subprocess.Popen(
-                    target.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    start_new_session=True, env=env,
-                )  # fmt: skip
-            except OSError as exc:
-                raise UserError(f"cannot start {target.argv[0]!r}: {exc.strerror or exc}") from None
+        log = CellLog(log_path, int((log_cap_mb or DEFAULT_CAP_MB) * 1e6), on_data=instruments.log.take)
+        try:
+            proc = subprocess.Popen(
+                target.argv, stdin=subprocess.DEVNULL, stdout=log.write_fd, stderr=subprocess.STDOUT,
+                start_new_session=True, env=env,
+            )  # fmt: skip
+        except OSError as exc:
+            log.close()
+            raise UserError(f"cannot start {target.argv[0]!r}: {exc.strerror or exc}") from None
+        log.started()
         root = proc.pid
     assert root is not None
     for monitor in monitors:
@@ -179,6 +192,7 @@ def watch(
             known.update({p.pid: p for p in tree(proc.pid)})
             kill_tree(proc.pid, {p.pid: p for p in alive(known)})
             proc.wait()
+        written = log.close() if log is not None else None
     ended = time.time()
     record = Record(
         id=cell.id, suite=WATCH_SUITE, params=params, repeat=0, status="ok", started=started, ended=utc_now(),
@@ -198,8 +212,12 @@ def watch(
             )
     if attached and not _alive(root):
         warnings.append(f"pid {root} ended while it was watched")
+    if written is not None and (note := written.warning()):
+        warnings.append(note)
     record.warnings = warnings
     record.extra["watch"] = {"traces": store.relative(workdir), "interrupted": interrupted, "attached": attached}
+    if written is not None and (capped := written.note()):
+        record.extra["log_capped"] = capped
     series_path = store.series_path(f"{cell.id}-0")
     if write_series(series_path, ChildStream(start_wall=t0), results):
         record.series = store.relative(series_path)

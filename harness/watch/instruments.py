@@ -50,7 +50,10 @@ class Instruments:
         options: WatchOptions | None = None,
         program: list[str] | None = None,
         attached: bool = False,
+        fed: bool = False,
     ) -> None:
+        """`logs`: files to follow for rates (an attached program's); `fed`: the program's
+        output is handed to `self.log.take` as it arrives instead."""
         options = options or WatchOptions()
         self.workdir = workdir
         self.program = program
@@ -62,7 +65,7 @@ class Instruments:
         self.torch = TorchCallsMonitor(
             workdir, enabled=hook, reason=why or "off (--no-torch-hook)", batch_limit=options.batch_limit
         )
-        self.log = LogRatesMonitor(logs, compile_pattern(options.rate_regex), from_start=not attached)
+        self.log = LogRatesMonitor(logs, compile_pattern(options.rate_regex), from_start=not attached, fed=fed)
         self._parts = (self.procstat, self.waits, self.stacks, self.log, self.torch)
         self._started = 0.0
         self._ended = 0.0

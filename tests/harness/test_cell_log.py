@@ -4,8 +4,10 @@ cap with the tail of the output, says what it dropped, and keeps reading when th
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +133,66 @@ def test_a_program_printing_faster_than_the_readers_read_is_told_it_was_slowed(c
     (record,) = read_records(run_dirs(out)[0])
     assert record["status"] == "ok" and "log_capped" not in record
     assert any("printed faster than the harness reads its output" in w for w in record["warnings"])
+
+
+def test_every_chunk_reaches_the_listener_past_the_cap(tmp_path):
+    seen = []
+    log = CellLog(tmp_path / "a.log", CAP, on_data=seen.append)
+    run_writer(log, "import sys\nsys.stdout.write(''.join(f'line {i:07d} xxxxxx\\n' for i in range(10_000)))")
+    summary = log.close()
+    assert summary.capped and b"".join(seen) == b"".join(f"line {i:07d} xxxxxx\n".encode() for i in range(10_000))
+
+
+# 3 MB of filler, then rate lines: what a watched program prints after its log's cap still counts.
+FLOOD_THEN_RATES = (
+    "import sys, time\n"
+    "sys.stdout.write(('z' * 99 + '\\n') * 30_000)\n"
+    "for i in range(12): print(f'Iteration {i} ({50 + i} iter/s)', flush=True); time.sleep(0.05)\n"
+)
+
+
+@pytest.mark.slow
+def test_a_watched_program_that_floods_has_its_log_capped_and_its_rates_still_read(cli, tmp_path):
+    out = tmp_path / "out"
+    result = cli(
+        "watch",
+        "--quiet",
+        "--log-cap-mb",
+        "1",
+        "--no-torch-hook",
+        "--out",
+        out,
+        "--",
+        sys.executable,
+        "-c",
+        FLOOD_THEN_RATES,
+    )
+    assert result.exit_code == 0, result.output
+    (run_dir,) = run_dirs(out)
+    (record,) = read_records(run_dir)
+    assert record["log_capped"]["written_bytes"] > 3_000_000 and record["log_capped"]["cap_bytes"] == 10**6
+    log = (run_dir / record["log"]).read_bytes()
+    assert len(log) <= 10**6 and log.endswith(b"Iteration 11 (61 iter/s)\n")
+    assert record["metrics"]["log_rate_lines"] == 12 and record["metrics"]["log_iter_per_s"] == 55.5
+    assert any("past its cap" in w for w in record["warnings"])
+
+
+def test_an_ab_slice_log_is_capped_as_a_cells(tmp_path):
+    from harness.ab.revisions import Side
+    from harness.ab.slicing import Instance
+    from harness.running.matrix import Cell
+    from harness.runs.files import make_dirs
+
+    flood = "import sys; sys.stdout.write(('w' * 99 + '\\n') * 30_000)"
+    command = f"{sys.executable} -c {shlex.quote(flood)}"
+    cell = Cell("command", {"argv": command}, 30.0, 0.0, None, 1, 60.0, "c", log_cap_mb=0.5)
+    make_dirs(tmp_path / "logs")
+    make_dirs(tmp_path / "series")
+    side = Side("candidate", "working tree", None, Path(__file__).resolve().parents[2])
+    inst = Instance(side, cell, "c-candidate-0", tmp_path)
+    try:
+        inst.proc.wait(timeout=60)
+    finally:
+        inst.kill()
+    data = inst.log.read_bytes()
+    assert len(data) <= 500_000 and data.startswith(b"[harness: this cell wrote ")

@@ -102,3 +102,31 @@ def test_reports_on_a_read_only_disk_exit_74_and_leave_the_old_ones(cli, tmp_pat
     assert result.exit_code == STORAGE_EXIT and "Traceback" not in result.output
     assert "Read-only file system (EROFS)" in result.output and "summary.csv" in result.output
     assert (store.root / "summary.csv").read_bytes() == before and not list(store.root.rglob("*.tmp"))
+
+
+def test_exports_and_the_history_chart_on_a_full_disk_exit_74_and_leave_nothing_half_written(cli, tmp_path, monkeypatch):
+    from tests.harness.constructed_runs import cells, make_run
+
+    results = tmp_path / "results"
+    run = make_run(results, cells(), seed=1)
+    (results / "baselines").mkdir()
+    asked = {
+        "pyperf.json": ("export", run, "--pyperf", tmp_path / "pyperf.json"),
+        "pyperf.json.gz": ("export", run, "--pyperf", tmp_path / "pyperf.json.gz"),
+        "h.html": ("history", "--results", results, "--suite", "synthetic", "--html", tmp_path / "h.html"),
+    }
+    for name, args in asked.items():  # the disk has room: what each writes is whole and readable
+        assert cli(*args).exit_code == 0, name
+    import gzip
+
+    assert json.loads(gzip.open(tmp_path / "pyperf.json.gz").read())["benchmarks"]
+    assert json.loads((tmp_path / "pyperf.json").read_text())["benchmarks"]
+    before = {name: (tmp_path / name).read_bytes() for name in asked}
+    switch = tmp_path / "switch"
+    monkeypatch.setenv(FAULT_ENV, str(switch))
+    for name, args in asked.items():
+        switch.write_text("ENOSPC 100")  # a disk that fills 100 bytes into the write
+        result = cli(*args)
+        assert result.exit_code == STORAGE_EXIT and "Traceback" not in result.output, (name, result.output)
+        assert "No space left on device" in result.output and name in result.output
+        assert (tmp_path / name).read_bytes() == before[name] and not list(tmp_path.glob(".*.tmp"))

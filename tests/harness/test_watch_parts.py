@@ -5,6 +5,7 @@ watched here (tests/harness/test_watch.py does that)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -196,6 +197,19 @@ def test_rates_followed_in_a_growing_log_give_a_median_and_a_drift(tmp_path):
     assert result.metrics["log_iter_per_s"] == pytest.approx(78.0)
     assert result.metrics["log_iter_per_s_drift_pct_per_min"] < -100
     assert result.metrics["log_iter_per_s_drift_span_s"] == 12.0  # the 12 lines, one a second
+
+
+
+def test_rates_handed_over_as_output_arrives_are_read_across_cut_lines_and_characters():
+    monitor = LogRatesMonitor([], re.compile(r"Épisode (?P<value>\d+) "), fed=True)
+    text = "\r".join(f"Épisode {i} ({40 + i} iter/s)" for i in range(10)).encode()
+    for start in range(0, len(text), 7):  # chunks that cut lines and the two bytes of É
+        monitor.take(text[start : start + 7])
+    assert monitor.rate_lines == 9  # the last waits for its end
+    monitor.finish()  # ... or for the window's end
+    monitor.take("Épisode 99 (1000 iter/s)\n".encode())  # after the window: not the window's
+    result = monitor.result()
+    assert result.metrics["log_rate_lines"] == 10 and result.metrics["log_rate"] == 4.5
 
 
 # ------------------------------------------------------------------ torch hook
