@@ -25,11 +25,13 @@ from typing import Any
 import psutil
 
 from harness.probe import Probe, SuiteError, resolve_workers
+from harness.program.distributed import World, doubt, world_of
 from harness.readers import Feed, file_readers, line_readers
 from harness.readers.jsonlines import is_probe_message, parse_object
 
 EXIT_DRAIN_S = 1.0
 FILE_POLL_S = 0.5
+WORLD_POLL_S = 2.0  # how often the program's processes are asked whether they are ranks of a job
 # At most QUEUED lines wait to be read: a program that prints faster than the readers read
 # (1.6 MB/s of 100-byte lines on a shared 2-core VM) waits for them, as for a slow terminal
 # (a warning says so), instead of filling the harness's memory. A line longer than MAX_LINE
@@ -127,6 +129,8 @@ def run_program(params, probe: Probe) -> None:
     stopped_at = 0.0
     exited_at: float | None = None
     next_poll = time.monotonic() + FILE_POLL_S
+    next_world = time.monotonic()
+    world: World | None = None  # a torch.distributed job, once its ranks are seen
     unread = 0  # characters of over-long lines
     try:
         while open_streams:
@@ -153,6 +157,9 @@ def run_program(params, probe: Probe) -> None:
             if time.monotonic() >= next_poll:
                 feed.poll_files()
                 next_poll = time.monotonic() + FILE_POLL_S
+            if not stopped_by_us and time.monotonic() >= next_world:
+                world = _ranks(proc.pid, world)
+                next_world = time.monotonic() + WORLD_POLL_S
             if not stopped_by_us and probe.should_stop():
                 signal_tree(proc.pid, signal.SIGTERM)  # a trainer's workers too: not all die with it
                 stopped_by_us = True
@@ -169,6 +176,9 @@ def run_program(params, probe: Probe) -> None:
         if proc.poll() is None:
             proc.wait()
         feed.finish()
+    if world is not None:
+        probe.set("program_world_size", world.size)
+        probe.warn(doubt(world.size))
     if sum(waited) >= WAITED_WARN_S:
         probe.warn(
             f"the program printed faster than the harness reads its output: its prints waited {sum(waited):.1f} s "
@@ -194,6 +204,16 @@ def signal_tree(pid: int, sig: int) -> None:
             p.send_signal(sig)
         except psutil.Error:
             pass
+
+
+def _ranks(pid: int, known: World | None) -> World | None:
+    """The torch.distributed job the program's processes belong to, with what was seen before."""
+    try:
+        root = psutil.Process(pid)
+        found = world_of([root, *root.children(recursive=True)])
+    except psutil.Error:
+        return known
+    return found.joined(known) if found is not None else known
 
 
 def _declared_counter(readers: list) -> str | None:

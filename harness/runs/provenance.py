@@ -6,7 +6,9 @@ what kind of number it is, how it was checked) and the verdict of its checks
 (`headline_check`: passed, warned, unchecked, or failed when no counter passed and the
 headline is the finest one left). The terminal and the HTML report print `line()` under a
 suite's table and `cell_note()` beside a failed cell's rate, so a number the harness is not
-sure of never stands alone.
+sure of never stands alone. A program that runs as a torch.distributed job
+(`program_world_size`, harness.program.distributed) prints one rank's progress: its cells'
+rates carry `one rank of N`.
 """
 
 from __future__ import annotations
@@ -26,9 +28,21 @@ _ORDER = ("passed", "warned", "unchecked", FEW, FAILED)
 
 def cell_note(records: Iterable[Record]) -> str | None:
     """`check failed` when an ok repeat's headline failed its checks (every counter was set
-    aside), `few reports` when its counter changed under twice in the window; else None."""
-    verdicts = {r.metrics.get("headline_check") for r in records if r.ok}
-    return next((NOTES[v] for v in (FAILED, FEW) if v in verdicts), None)
+    aside), `few reports` when its counter changed under twice in the window, `one rank of N`
+    for a torch.distributed job's; else None."""
+    ok = [r for r in records if r.ok]
+    verdicts = {r.metrics.get("headline_check") for r in ok}
+    notes = [NOTES[v] for v in (FAILED, FEW) if v in verdicts]
+    size = world_size(ok)
+    if size:
+        notes.append(f"one rank of {size}")
+    return "; ".join(notes) or None
+
+
+def world_size(records: Iterable[Record]) -> int | None:
+    """The largest torch.distributed job the records' program ran as (None: not one)."""
+    sizes = [int(r.metrics["program_world_size"]) for r in records if r.metrics.get("program_world_size")]
+    return max(sizes) if sizes else None
 
 
 def line(rate: str | None, records: Iterable[Record]) -> str | None:
@@ -48,4 +62,12 @@ def line(rate: str | None, records: Iterable[Record]) -> str | None:
     if failed:
         why = str(failed[0].metrics.get("progress_set_aside") or failed[0].metrics["headline_provenance"])
         text += f" (no counter passed in {failed[0].label}: {why})"
+    ranked = [r for r in ok if r.metrics.get("program_world_size")]
+    if ranked:
+        sizes = sorted({int(r.metrics["program_world_size"]) for r in ranked})
+        text += (
+            f"; in {len(ranked)} cell{'s' if len(ranked) > 1 else ''} the program ran as a torch.distributed job "
+            f"({', '.join(map(str, sizes))} ranks), whose output is usually one rank's progress: the job does "
+            "about that many times the work"
+        )
     return text

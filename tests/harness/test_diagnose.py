@@ -390,3 +390,12 @@ def test_pipeline_bound_quiet_on_an_overlapped_pipeline_and_without_its_signals(
         rec("c", {"batch_mean": 7.4}, {**PIPE, "backend": "processes"}, suite="selfplay"),  # no server
     ]
     assert "PIPELINE_BOUND" not in rules(records)
+
+
+def test_negative_scaling_of_a_distributed_jobs_rate_says_it_is_one_ranks_with_the_totals():
+    records = scaling({1: [300.0], 4: [48.0]})
+    records[1].metrics["program_world_size"] = 4
+    hint = only(records, "NEGATIVE_SCALING").hint
+    assert "likely one rank's of a torch.distributed job (1 and 4 ranks)" in hint
+    assert "totals would be about 300 and 192 (0.64x)" in hint
+    assert "torch.distributed" not in only(scaling({1: [300.0], 4: [48.0]}), "NEGATIVE_SCALING").hint

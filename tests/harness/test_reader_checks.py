@@ -364,3 +364,50 @@ def test_a_window_opening_in_a_stall_reads_the_clock_over_the_same_stretch(tmp_p
     rate = metrics["total_timesteps_per_s"]
     (check,) = re.findall(r"clock \(\d+ s\) ([\d.]+)/s: [\d.]+x, (\w+)", metrics["headline_provenance"])
     assert check[1] == "agrees" and float(check[0]) == pytest.approx(rate, rel=0.10), metrics["headline_provenance"]
+
+
+# ------------------------------------------------------------------ a torch.distributed job
+def test_a_rank_is_read_from_its_environment():
+    from harness.program.distributed import rank_of
+
+    assert rank_of({"WORLD_SIZE": "4", "LOCAL_RANK": "2"}) == (4, 2)
+    assert rank_of({"WORLD_SIZE": "4", "RANK": "0", "LOCAL_RANK": "0"}) == (4, 0)
+    assert rank_of({"WORLD_SIZE": "1", "RANK": "0"}) is None  # a job of one process prints all of it
+    assert rank_of({"WORLD_SIZE": "4"}) is None and rank_of({"LOCAL_RANK": "1"}) is None
+    assert rank_of({"WORLD_SIZE": "four", "RANK": "1"}) is None and rank_of({"WORLD_SIZE": "2", "RANK": "5"}) is None
+
+
+@pytest.mark.slow
+def test_a_torch_distributed_jobs_rate_is_said_to_be_one_ranks(cli, tmp_path):
+    """Lightning's DDP prints rank 0's bar: its rate is one rank's, and every place that shows
+    it says so (the record's warning, the rate's note, the provenance line, NEGATIVE_SCALING)."""
+    import io
+    import sys
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from harness.diagnosis import diagnose
+    from harness.report.terminal import render
+    from harness.runs.store import RunStore
+    from harness.runs.view import build_view
+    from tests.conftest import read_records, run_dirs
+
+    program = Path(__file__).resolve().parents[1] / "programs" / "ddp_ranks.py"
+    out = tmp_path / "out"
+    args = ("sweep", "--workers", "1,3", "--duration", "4", "--steady", "off", "--out", out, "--quiet")
+    result = cli(*args, "--", sys.executable, str(program), "{workers}")
+    assert result.exit_code == 0, result.output
+    (run,) = run_dirs(out)
+    by_workers = {r["params"]["workers"]: r for r in read_records(run)}
+    assert by_workers[3]["metrics"]["program_world_size"] == 3
+    assert any("torch.distributed job of 3 processes" in w for w in by_workers[3]["warnings"])
+    assert "program_world_size" not in by_workers[1]["metrics"]
+    store = RunStore.open(run)
+    text = io.StringIO()
+    render(build_view(store.records()), Console(file=text, width=400))
+    assert "(one rank of 3)" in text.getvalue() and "torch.distributed job (3 ranks)" in text.getvalue()
+    # on 2 cores, 3 ranks each run at about 2/3 of one: a drop of the printed rate, not of the job
+    scaling = [f for f in diagnose(store.records(), store.meta()) if f.rule == "NEGATIVE_SCALING"]
+    (finding,) = scaling
+    assert "one rank's of a torch.distributed job (1 and 3 ranks)" in finding.hint

@@ -6,13 +6,16 @@ below the best rate at fewer workers, beyond noise, and staying below at every l
 count measured (a dip at 8 workers that 32 and 128 climb out of is not contention). With at
 least two repeats a side the bootstrap interval of the ratio of medians must lie wholly below
 1 - TOLERANCE; with one repeat the point ratio must lie below 1 - MARGIN (a shared machine is
-noisy).
+noisy). A program that runs as a torch.distributed job prints one rank's rate: the hint says
+so, with the job's totals (the rate times its ranks) beside the rates compared.
 """
 
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding, fmt
 from harness.model.stats import ratio_of_medians, verdict
+from harness.runs.provenance import world_size
+from harness.runs.record import CellGroup
 from harness.runs.view import RunView
 
 RULE = "NEGATIVE_SCALING"
@@ -61,7 +64,7 @@ def check(view: RunView) -> list[Finding]:
                 sorted({d[1].id for d in drops} | {d[3].id for d in drops}),
                 f"{rate} falls from {fmt(best.median(rate))} at {best_w} workers to {fmt(cell.median(rate))} at "
                 f"{workers}{via} ({interval['ratio']:.2f}x): {words.remedy('negative_scaling', REMEDY)}; "
-                f"run {best_w} workers, or a backend that shares less",
+                f"run {best_w} workers, or a backend that shares less" + _per_rank(rate, best, cell),
                 {
                     "rate": rate,
                     "medians": {str(w): c.median(rate) for w, c in members},
@@ -81,3 +84,16 @@ def check(view: RunView) -> list[Finding]:
             )
         )
     return out
+
+
+def _per_rank(rate: str, before: CellGroup, after: CellGroup) -> str:
+    """The doubt a torch.distributed job's rates carry: one rank's, and the job's totals."""
+    ranks = [world_size(c.records) or 1 for c in (before, after)]
+    if ranks == [1, 1]:
+        return ""
+    totals = [(c.median(rate) or 0.0) * n for c, n in zip((before, after), ranks, strict=True)]
+    ratio = f" ({totals[1] / totals[0]:.2f}x)" if totals[0] else ""
+    return (
+        f". The rates are likely one rank's of a torch.distributed job ({ranks[0]} and {ranks[1]} ranks): "
+        f"the job's totals would be about {fmt(totals[0])} and {fmt(totals[1])}{ratio}"
+    )
