@@ -31,6 +31,7 @@ from harness.cell.processes import ENV_CELL, ENV_RUN, alive, describe_exit, kill
 from harness.errors import UserError
 from harness.model.vocabulary import WATCH_SUITE
 from harness.monitors import Monitor, MonitorResult, default_monitors
+from harness.program.distributed import World, doubt, world_of
 from harness.running import interrupts, metadata
 from harness.running.cell_log import DEFAULT_CAP_MB, CellLog
 from harness.running.matrix import Cell, cell_id
@@ -174,6 +175,7 @@ def watch(
     announce(f"watching pid {root} {how_long}; {where if logs else 'its output is not a file, not read'}")
     known: dict[int, psutil.Process] = {}
     results: list[MonitorResult] = []
+    world: World | None = None  # a torch.distributed job: its log's rates are one rank's
     try:
         with interrupts.deferred():  # Ctrl-C and SIGTERM act at the wait's safe points
             try:
@@ -190,9 +192,12 @@ def watch(
                     known.setdefault(pid, handle)
             known.update(marked_processes(store.root, key))
             known.update({p.pid: p for p in tree(proc.pid)})
+            world = world_of(alive(known))  # read before they end
             kill_tree(proc.pid, {p.pid: p for p in alive(known)})
             proc.wait()
         written = log.close() if log is not None else None
+    if attached and _alive(root):
+        world = world_of(tree(root))
     ended = time.time()
     record = Record(
         id=cell.id, suite=WATCH_SUITE, params=params, repeat=0, status="ok", started=started, ended=utc_now(),
@@ -214,6 +219,9 @@ def watch(
         warnings.append(f"pid {root} ended while it was watched")
     if written is not None and (note := written.warning()):
         warnings.append(note)
+    if world is not None:
+        record.metrics["program_world_size"] = world.size
+        warnings.append(doubt(world.size))
     record.warnings = warnings
     record.extra["watch"] = {"traces": store.relative(workdir), "interrupted": interrupted, "attached": attached}
     if written is not None and (capped := written.note()):

@@ -411,3 +411,21 @@ def test_a_torch_distributed_jobs_rate_is_said_to_be_one_ranks(cli, tmp_path):
     scaling = [f for f in diagnose(store.records(), store.meta()) if f.rule == "NEGATIVE_SCALING"]
     (finding,) = scaling
     assert "one rank's of a torch.distributed job (1 and 3 ranks)" in finding.hint
+
+
+@pytest.mark.slow
+def test_harness_watch_says_a_distributed_jobs_log_is_one_ranks(cli, tmp_path):
+    import sys
+    from pathlib import Path
+
+    from tests.conftest import read_records, run_dirs
+
+    program = Path(__file__).resolve().parents[1] / "programs" / "ddp_ranks.py"
+    out = tmp_path / "out"
+    result = cli(
+        "watch", "--quiet", "--duration", "3", "--no-torch-hook", "--out", out, "--", sys.executable, str(program), "3"
+    )
+    assert result.exit_code == 0, result.output
+    (record,) = read_records(run_dirs(out)[0])
+    assert record["metrics"]["program_world_size"] == 3
+    assert any("torch.distributed job of 3 processes" in w for w in record["warnings"])
