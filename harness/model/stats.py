@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-DRIFT_BLOCK = 10  # samples per block for the autocorrelation-aware standard error
+DRIFT_BLOCK = 10  # samples per block for the autocorrelation-aware standard error, at least ...
+DRIFT_BLOCK_S = 10.0  # ... and seconds per block at least (a log printing 400 rates a second)
 HIST_MAX_DISTINCT = 512  # integer-valued weighted values with at most this many values get a histogram
 
 
@@ -21,10 +22,13 @@ def drift_pct_per_min(times_s: Sequence[float], rates: Sequence[float]) -> tuple
     with its standard error in the same unit. None when there is too little to fit.
 
     The standard error is the larger of the plain fit's and that of the same fit on means of
-    consecutive blocks of DRIFT_BLOCK samples (with at least 3 blocks). One-second rates on a
-    shared VM are autocorrelated (0.4-0.5 at lags of 1-8 s, benchmarks/machine_noise.py), and
-    the plain fit, which assumes independent samples, then understates the error about 3x,
-    so a slow wander of the machine would pass for a drift of the workload."""
+    consecutive blocks of DRIFT_BLOCK samples spanning DRIFT_BLOCK_S at least (with at least
+    3 blocks). One-second rates on a shared VM are autocorrelated (0.4-0.5 at lags of 1-8 s,
+    benchmarks/machine_noise.py), and the plain fit, which assumes independent samples, then
+    understates the error about 3x, so a slow wander of the machine would pass for a drift of
+    the workload. Blocks are as long in time whatever the sampling: a tqdm bar's it/s read 400
+    times a second in 10-sample blocks of 25 ms gave Lightning's flat-but-phased rate a slope
+    of -31.6 %/min with a standard error of 3.3 (DRIFT), 20 with 10 s blocks."""
     t = np.asarray(times_s, dtype=float)
     r = np.asarray(rates, dtype=float)
     if t.size < 3 or np.ptp(t) <= 0:
@@ -33,11 +37,12 @@ def drift_pct_per_min(times_s: Sequence[float], rates: Sequence[float]) -> tuple
     if mean <= 0:
         return None
     slope, stderr = _line_fit(t, r)
-    blocks = t.size // DRIFT_BLOCK
+    size = max(DRIFT_BLOCK, round(DRIFT_BLOCK_S * (t.size - 1) / float(np.ptp(t))))
+    blocks = t.size // size
     if blocks >= 3:
-        used = blocks * DRIFT_BLOCK
-        block_t = t[:used].reshape(blocks, DRIFT_BLOCK).mean(axis=1)
-        block_r = r[:used].reshape(blocks, DRIFT_BLOCK).mean(axis=1)
+        used = blocks * size
+        block_t = t[:used].reshape(blocks, size).mean(axis=1)
+        block_r = r[:used].reshape(blocks, size).mean(axis=1)
         _, block_stderr = _line_fit(block_t, block_r)
         if np.isfinite(block_stderr):
             stderr = max(stderr, block_stderr)

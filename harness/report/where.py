@@ -17,7 +17,7 @@ from rich.table import Table
 from harness.report import figures
 from harness.runs.record import Record
 
-CATEGORIES = ("compute", "torch", "ipc", "gil_wait", "sleep", "blocked", "cuda_sync")
+CATEGORIES = ("compute", "torch", "ipc", "gil_wait", "sleep", "blocked", "cuda_sync", "native")
 TERMINAL_PROCESSES = 8
 COLUMNS = ("cpu_cores", "wakeups_hz", "read_mb_s", "write_mb_s")
 

@@ -11,7 +11,10 @@ alone cannot be waiting for a GIL nobody else wants). A GIL waiter wakes every s
 interval to ask for it, so only as much of that time as the thread's voluntary wake-ups
 explain is GIL time; the rest was a blocking C call the classifier did not recognise and
 goes to `blocked`. Time a thread was runnable but off the CPU counts as busy: that is the
-machine's shortage, not the GIL.
+machine's shortage, not the GIL. A thread sampled with no Python frame (`native`: an
+extension's C++ thread) is not Python work: the share of its time the kernel ran or queued it
+stays `native`, the rest was asleep in C++ and goes to `blocked`; it never counts as a thread
+that competes for the GIL.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.watch.chrometrace import ThreadTimeline
-from harness.watch.classify import BLOCKED, BUSY, CATEGORIES, GIL_WAIT
+from harness.watch.classify import BLOCKED, BUSY, CATEGORIES, GIL_WAIT, NATIVE
 
 MAX_BINS = 120
 INDEX = {name: i for i, name in enumerate(CATEGORIES)}
@@ -101,8 +104,26 @@ def build(
         for a, b, category in line.spans:
             _add_span(arr, edges, max(a, start), min(b, end), INDEX[category])
         out.names[key] = line.name
+    _split_native(out, sched)
     _split_gil(out, sched)
     return out
+
+
+def _split_native(out: Breakdown, sched: Mapping[tuple[int, int], list[tuple[float, float, float, int]]]) -> None:
+    """A native thread's time: as much as the kernel ran or queued it stays `native`, the
+    rest was asleep in C++ (`blocked`). Without /proc's samples of it, it all stays native."""
+    widths = np.diff(out.edges)
+    for key, arr in out.threads.items():
+        native = arr[:, INDEX[NATIVE]]
+        samples = sched.get(key)
+        if not native.any() or not samples or len(samples) < 2:
+            continue
+        on_cpu, _, spanned = _on_cpu(out.edges, samples)
+        cpu_rate = np.clip(np.divide(on_cpu, spanned, out=np.zeros_like(on_cpu), where=spanned > 0), 0.0, 1.0)
+        known = spanned >= MIN_SPANNED * widths
+        ran = np.where(known, native * cpu_rate, native)
+        arr[:, INDEX[BLOCKED]] += native - ran
+        arr[:, INDEX[NATIVE]] = ran
 
 
 def _on_cpu(

@@ -16,6 +16,11 @@ Categories, first match wins:
   process (threading, queue, multiprocessing's connection/queues/synchronize/pool/popen,
   selectors, socket, subprocess; a C call such as .acquire(), .recv(), .get() on a line);
 - torch: inside a torch module call or autograd (torch/nn/modules, torch/autograd);
+- native: no Python frame at all: a thread an extension started with a Python thread state
+  (torch's autograd and gloo threads in a DDP rank, sampled with an empty stack the whole
+  window) runs or waits in C++; not Python work, so never a contender for the GIL. The
+  kernel's run time says how much of it ran (harness.watch.breakdown keeps that as native
+  and files the rest as blocked);
 - compute: anything else: the thread runs (or wants to run) Python or native code.
 """
 
@@ -28,10 +33,10 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-COMPUTE, TORCH, IPC, GIL_WAIT, SLEEP, BLOCKED, CUDA_SYNC = (
-    "compute", "torch", "ipc", "gil_wait", "sleep", "blocked", "cuda_sync",
+COMPUTE, TORCH, IPC, GIL_WAIT, SLEEP, BLOCKED, CUDA_SYNC, NATIVE = (
+    "compute", "torch", "ipc", "gil_wait", "sleep", "blocked", "cuda_sync", "native",
 )  # fmt: skip
-CATEGORIES = (COMPUTE, TORCH, IPC, GIL_WAIT, SLEEP, BLOCKED, CUDA_SYNC)
+CATEGORIES = (COMPUTE, TORCH, IPC, GIL_WAIT, SLEEP, BLOCKED, CUDA_SYNC, NATIVE)
 # Categories in which a thread wants a CPU: the only ones that can hide a wait for the GIL.
 BUSY = (COMPUTE, TORCH, IPC)
 
@@ -98,7 +103,7 @@ def _blocking_frame(frame: Frame) -> bool:
 def classify(frames: Sequence[Frame], line_of=source_line) -> str:
     """The category of one stack; `frames` innermost first (as py-spy lists them)."""
     if not frames:
-        return COMPUTE
+        return NATIVE
     files = [f.filename.replace(os.sep, "/") for f in frames]
     if any("/torch/cuda/" in path and "synchronize" in f.name for f, path in zip(frames, files, strict=True)):
         return CUDA_SYNC
