@@ -117,7 +117,8 @@ def drift_metrics(samples: Sequence[tuple[float, dict[str, float]]], counters: S
             rates.append((c_b.get(name, 0) - c_a.get(name, 0)) / (t_b - t_a))
         drift = drift_pct_per_min(times, rates)
         if drift is not None:
-            out[f"{name}_per_s_drift_pct_per_min"] = drift[0]
-            out[f"{name}_per_s_drift_se"] = drift[1]
+            out[f"{name}_per_s_drift_pct_per_min"] = drift.slope_pct_per_min
+            out[f"{name}_per_s_drift_se"] = drift.se
+            out[f"{name}_per_s_drift_dof"] = drift.dof
             out[f"{name}_per_s_drift_span_s"] = samples[-1][0] - samples[0][0]  # the time the rates cover
     return out

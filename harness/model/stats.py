@@ -8,7 +8,7 @@ bootstrap intervals, never on single numbers (docs/architecture.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -17,7 +17,16 @@ DRIFT_BLOCK_S = 10.0  # ... and seconds per block at least (a log printing 400 r
 HIST_MAX_DISTINCT = 512  # integer-valued weighted values with at most this many values get a histogram
 
 
-def drift_pct_per_min(times_s: Sequence[float], rates: Sequence[float]) -> tuple[float, float] | None:
+class Drift(NamedTuple):
+    """A rate's least-squares slope, % of its mean per minute, its standard error, and the
+    degrees of freedom that error rests on (a few blocks' worth: judge it by Student's t)."""
+
+    slope_pct_per_min: float
+    se: float
+    dof: int
+
+
+def drift_pct_per_min(times_s: Sequence[float], rates: Sequence[float]) -> Drift | None:
     """Least-squares slope of `rates` against `times_s`, as % of the mean rate per minute,
     with its standard error in the same unit. None when there is too little to fit.
 
@@ -37,6 +46,7 @@ def drift_pct_per_min(times_s: Sequence[float], rates: Sequence[float]) -> tuple
     if mean <= 0:
         return None
     slope, stderr = _line_fit(t, r)
+    dof = t.size - 2
     size = max(DRIFT_BLOCK, round(DRIFT_BLOCK_S * (t.size - 1) / float(np.ptp(t))))
     blocks = t.size // size
     if blocks >= 3:
@@ -44,10 +54,18 @@ def drift_pct_per_min(times_s: Sequence[float], rates: Sequence[float]) -> tuple
         block_t = t[:used].reshape(blocks, size).mean(axis=1)
         block_r = r[:used].reshape(blocks, size).mean(axis=1)
         _, block_stderr = _line_fit(block_t, block_r)
-        if np.isfinite(block_stderr):
-            stderr = max(stderr, block_stderr)
+        if np.isfinite(block_stderr) and block_stderr > stderr:
+            stderr, dof = block_stderr, blocks - 2
     scale = 60.0 * 100.0 / mean
-    return slope * scale, stderr * scale
+    return Drift(slope * scale, stderr * scale, dof)
+
+
+def t_quantile(dof: int, level: float = 0.975) -> float:
+    """Student's t quantile (scipy.special, imported here only: the harness's own process
+    asks for it when a drift's error rests on a few blocks)."""
+    from scipy.special import stdtrit
+
+    return float(stdtrit(dof, level))
 
 
 def _line_fit(t: np.ndarray, v: np.ndarray) -> tuple[float, float]:

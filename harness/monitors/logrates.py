@@ -176,7 +176,7 @@ class LogRatesMonitor(SamplingMonitor):
             metrics[f"{name}_points"] = len(values)
             drift = drift_pct_per_min([t - points[0][0] for t, _ in points], values) if len(points) >= 10 else None
             if drift is not None:
-                metrics[f"{name}_drift_pct_per_min"], metrics[f"{name}_drift_se"] = drift
+                metrics[f"{name}_drift_pct_per_min"], metrics[f"{name}_drift_se"], metrics[f"{name}_drift_dof"] = drift
                 # the time the rates cover: each line's rate is over the gap before it
                 gap = statistics.median(b[0] - a[0] for a, b in zip(points, points[1:], strict=False))
                 metrics[f"{name}_drift_span_s"] = points[-1][0] - points[0][0] + gap

@@ -59,6 +59,17 @@ def test_drift_quiet_on_noise_small_slopes_rises_and_fixed_work(slope, se, work)
     assert "DRIFT" not in rules([rec("a", m, work=work)])
 
 
+def test_drift_judged_by_students_t_when_its_error_rests_on_a_few_blocks():
+    """A Lightning DDP rank watched 40 s, flat in phases of the host: -19.2 %/min at 2.1 of an
+    error from four 10 s blocks (2 degrees of freedom, where 95 % needs 4.3 of them)."""
+    m = {"log_it_per_s_drift_pct_per_min": -19.2, "log_it_per_s_drift_se": 9.16, "measure_s": 40.1}
+    assert "DRIFT" not in rules([rec("a", {**m, "log_it_per_s_drift_dof": 2})])
+    assert "DRIFT" in rules([rec("a", {**m, "log_it_per_s_drift_dof": 14_000})])  # thousands of points
+    assert "DRIFT" in rules([rec("a", m)])  # a record from before the dof was kept
+    steep = {**m, "log_it_per_s_drift_pct_per_min": -60.0, "log_it_per_s_drift_dof": 2}
+    assert "DRIFT" in rules([rec("a", steep)])
+
+
 def test_drift_quiet_on_windows_too_short_to_fit():
     m = {"iterations_per_s_drift_pct_per_min": -30.0, "iterations_per_s_drift_se": 2.0, "measure_s": 4}
     assert "DRIFT" not in rules([rec("a", m)])

@@ -46,11 +46,11 @@ def test_drift_error_widens_for_autocorrelated_rates():
     for i in range(1, t.size):
         wander[i] = 0.9 * wander[i - 1] + rng.normal(0, 2.0)
     rates = 100.0 + wander
-    slope, se = drift_pct_per_min(t, rates)
+    slope, se, _ = drift_pct_per_min(t, rates)
     plain = linregress(t, rates).stderr * 6000 / rates.mean()
     assert se > 2 * plain
     independent = 100.0 + rng.normal(0, 5.0, t.size)
-    _, se_independent = drift_pct_per_min(t, independent)
+    _, se_independent, _ = drift_pct_per_min(t, independent)
     assert se_independent < 1.6 * linregress(t, independent).stderr * 6000 / independent.mean()
 
 
@@ -62,7 +62,8 @@ def test_drift_blocks_span_seconds_however_dense_the_rates():
     t = np.arange(0.0, 40.0, 0.0025)
     phases = np.array([230.0, 216.0, 172.0, 224.0])[(t // 10).astype(int)]
     rates = phases + rng.normal(0, 20.0, t.size)
-    slope, se = drift_pct_per_min(t, rates)
+    slope, se, dof = drift_pct_per_min(t, rates)
+    assert dof == 2  # 4 blocks of 10 s
     assert slope < -10 and abs(slope) < 2 * se  # a slope, but not one the phases cannot explain
     one_hz = np.arange(60.0)
     series = 100.0 + rng.normal(0, 5.0, one_hz.size)
@@ -88,7 +89,7 @@ def test_rise_is_the_least_squares_slope_times_the_span_with_its_error():
     short = t[:25]  # under three blocks of 10: the plain fit alone, as linregress gives it
     plain = linregress(short, v[:25])
     scale = 6000 / v[:25].mean()
-    assert drift_pct_per_min(short, v[:25]) == pytest.approx((plain.slope * scale, plain.stderr * scale))
+    assert drift_pct_per_min(short, v[:25]) == pytest.approx((plain.slope * scale, plain.stderr * scale, 23))
 
 
 def test_weighted_quantiles_by_hand():

@@ -3,7 +3,10 @@
 Reads `<rate>_drift_pct_per_min` and `<rate>_drift_se` (the probe's least-squares slope of
 the 1 s rates, with a standard error that also comes from 10 s block means, so a machine
 that wanders is not taken for a drift). Fires when the median slope is below
-SLOPE_PCT_PER_MIN and most repeats are more than SIGMAS standard errors from zero, over a
+SLOPE_PCT_PER_MIN and most repeats are more than SIGMAS standard errors from zero (Student's
+t at 95 % when the error rests on a few blocks, `<rate>_drift_dof`: a 40 s watch of a
+Lightning DDP rank, flat in phases of the host, fell -19.2 %/min at 2.1 standard errors of 2
+degrees of freedom, where t is 4.3; two more watches of it read -31.6 and +52.9), over a
 window of at least MIN_MEASURE_S whose fitted rates themselves span that long
 (`<rate>_drift_span_s`): a program that prints its first rate after seconds of start-up
 (importing torch) leaves a short stretch of points, and on a shared machine one slow
@@ -25,12 +28,14 @@ from __future__ import annotations
 import statistics
 
 from harness.diagnosis.findings import Finding, fmt
+from harness.model.stats import t_quantile
 from harness.runs.record import CellGroup
 from harness.runs.view import RunView
 
 RULE = "DRIFT"
 SLOPE_PCT_PER_MIN = -2.0  # a slope below this ...
-SIGMAS = 2.0  # ... and this many standard errors from zero
+SIGMAS = 2.0  # ... and this many standard errors from zero (Student's t where the error has few dof)
+T_EXACT_BELOW_DOF = 60  # t(60) at 95 % is 2.0: SIGMAS from there on
 # ... over a window long enough to fit: 1 s rate points, and a slope's standard error from
 # 3-4 points (1-2 degrees of freedom) calls noise significant far too often
 MIN_MEASURE_S = 10.0
@@ -54,12 +59,12 @@ def check(view: RunView) -> list[Finding]:
                 if span is not None and span < MIN_MEASURE_S:
                     continue  # too short a stretch of rates to tell a trend from a slow phase
                 if slope is not None:
-                    fits.append((slope, se))
+                    fits.append((slope, se, sigmas(rec.number(f"{rate}_drift_dof"))))
             if not fits:
                 continue
-            significant = [s < SLOPE_PCT_PER_MIN and se is not None and abs(s) > SIGMAS * se for s, se in fits]
-            slope = statistics.median(s for s, _ in fits)
-            ses = [se for _, se in fits if se is not None]
+            significant = [s < SLOPE_PCT_PER_MIN and se is not None and abs(s) > k * se for s, se, k in fits]
+            slope = statistics.median(s for s, _, _ in fits)
+            ses = [se for _, se, _ in fits if se is not None]
             if slope < SLOPE_PCT_PER_MIN and 2 * sum(significant) >= len(fits) and sum(significant):
                 drifting[rate] = {
                     "slope_pct_per_min": slope,
@@ -117,3 +122,11 @@ def _others_rise(cell: CellGroup) -> float | None:
         return None
     rise = statistics.median(rises)
     return rise if rise >= OTHERS_RISE_PCT else None
+
+
+def sigmas(dof: float | None) -> float:
+    """How many standard errors from zero a slope must lie: SIGMAS, or Student's t at 95 %
+    where the error rests on a few blocks (4 blocks of 10 s: 2 degrees of freedom, 4.3)."""
+    if dof is None or dof >= T_EXACT_BELOW_DOF:
+        return SIGMAS
+    return max(SIGMAS, t_quantile(max(1, int(dof))))
