@@ -14,25 +14,11 @@ N ranks wherever the rate is shown (harness.runs.provenance, NEGATIVE_SCALING).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import psutil
 
 WORLD_KEY = "WORLD_SIZE"
 RANK_KEYS = ("RANK", "LOCAL_RANK")
-
-
-@dataclass(frozen=True)
-class World:
-    """A torch.distributed job seen in the program's tree."""
-
-    size: int  # WORLD_SIZE
-    ranks: frozenset[int]  # the ranks whose environment said so (rank 0 often does not)
-
-    def joined(self, other: World | None) -> World:
-        if other is None:
-            return self
-        return World(max(self.size, other.size), self.ranks | other.ranks)
 
 
 def rank_of(environ: dict[str, str]) -> tuple[int, int] | None:
@@ -46,17 +32,18 @@ def rank_of(environ: dict[str, str]) -> tuple[int, int] | None:
     return (size, rank) if size > 1 and 0 <= rank < size else None
 
 
-def world_of(processes: Iterable[psutil.Process]) -> World | None:
-    """The job the processes belong to (the largest WORLD_SIZE seen), or None."""
-    found: World | None = None
+def world_size(processes: Iterable[psutil.Process]) -> int | None:
+    """The size of the job the processes belong to (the largest WORLD_SIZE a rank of them
+    carries), or None: not a job of several ranks."""
+    sizes = []
     for proc in processes:
         try:
             seen = rank_of(proc.environ())
         except (psutil.Error, OSError):
             continue  # ended, or not ours to read
         if seen is not None:
-            found = World(seen[0], frozenset({seen[1]})).joined(found)
-    return found
+            sizes.append(seen[0])
+    return max(sizes, default=None)
 
 
 def doubt(size: int) -> str:

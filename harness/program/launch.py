@@ -24,14 +24,15 @@ from typing import Any
 
 import psutil
 
+from harness.cell.processes import tree
 from harness.probe import Probe, SuiteError, resolve_workers
-from harness.program.distributed import World, doubt, world_of
+from harness.program.distributed import doubt, world_size
 from harness.readers import Feed, file_readers, line_readers
 from harness.readers.jsonlines import is_probe_message, parse_object
 
 EXIT_DRAIN_S = 1.0
 FILE_POLL_S = 0.5
-WORLD_POLL_S = 2.0  # how often the program's processes are asked whether they are ranks of a job
+WORLD_POLL_S = 2.0  # how often the program's processes are asked whether they are ranks of a job (until one is)
 # At most QUEUED lines wait to be read: a program that prints faster than the readers read
 # (1.6 MB/s of 100-byte lines on a shared 2-core VM) waits for them, as for a slow terminal
 # (a warning says so), instead of filling the harness's memory. A line longer than MAX_LINE
@@ -130,7 +131,7 @@ def run_program(params, probe: Probe) -> None:
     exited_at: float | None = None
     next_poll = time.monotonic() + FILE_POLL_S
     next_world = time.monotonic()
-    world: World | None = None  # a torch.distributed job, once its ranks are seen
+    world: int | None = None  # the size of a torch.distributed job, once a rank of it is seen
     unread = 0  # characters of over-long lines
     try:
         while open_streams:
@@ -157,8 +158,8 @@ def run_program(params, probe: Probe) -> None:
             if time.monotonic() >= next_poll:
                 feed.poll_files()
                 next_poll = time.monotonic() + FILE_POLL_S
-            if not stopped_by_us and time.monotonic() >= next_world:
-                world = _ranks(proc.pid, world)
+            if world is None and not stopped_by_us and time.monotonic() >= next_world:
+                world = world_size(tree(proc.pid))
                 next_world = time.monotonic() + WORLD_POLL_S
             if not stopped_by_us and probe.should_stop():
                 signal_tree(proc.pid, signal.SIGTERM)  # a trainer's workers too: not all die with it
@@ -177,8 +178,8 @@ def run_program(params, probe: Probe) -> None:
             proc.wait()
         feed.finish()
     if world is not None:
-        probe.set("program_world_size", world.size)
-        probe.warn(doubt(world.size))
+        probe.set("program_world_size", world)
+        probe.warn(doubt(world))
     if sum(waited) >= WAITED_WARN_S:
         probe.warn(
             f"the program printed faster than the harness reads its output: its prints waited {sum(waited):.1f} s "
@@ -194,26 +195,11 @@ def signal_tree(pid: int, sig: int) -> None:
     """Signal the program and every process it started (what `timeout` does to a group,
     without leaving the cell's group: an A/B stops and continues the cell's whole group).
     Sample Factory's learner and rollout workers outlive a SIGTERM to its main process."""
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return
-    for p in procs:
+    for p in tree(pid):
         try:
             p.send_signal(sig)
         except psutil.Error:
             pass
-
-
-def _ranks(pid: int, known: World | None) -> World | None:
-    """The torch.distributed job the program's processes belong to, with what was seen before."""
-    try:
-        root = psutil.Process(pid)
-        found = world_of([root, *root.children(recursive=True)])
-    except psutil.Error:
-        return known
-    return found.joined(known) if found is not None else known
 
 
 def _declared_counter(readers: list) -> str | None:

@@ -5,8 +5,9 @@ cells.jsonl, its series CSV, the program's output as the cell's log).
 A command runs in its own session (as a cell does), with the instruments' environment (the
 torch hook, PYTHONUNBUFFERED so its log lines arrive as they are printed) and the run's
 markers; its output goes through a pipe into the log, capped as a cell's is
-(harness.running.cell_log), and on to the log-rate monitor as it arrives; at the duration (or Ctrl-C, or SIGTERM) the instruments are stopped first, so the
-window holds only what the program did, then its whole tree is ended as a cell's is. A
+(harness.running.cell_log), and on to the log-rate monitor as it arrives; at the duration
+(or Ctrl-C, or SIGTERM) the instruments are stopped first, so the window holds only what the
+program did, then its whole tree is ended as a cell's is. A
 process attached with `--pid` is only read: nothing is sent to it, and the recorders
 detach when the window ends. The record's suite is the harness's own `watch`
 (harness.model.vocabulary.OWN_VOCABULARIES says how to read it).
@@ -31,7 +32,7 @@ from harness.cell.processes import ENV_CELL, ENV_RUN, alive, describe_exit, kill
 from harness.errors import UserError
 from harness.model.vocabulary import WATCH_SUITE
 from harness.monitors import Monitor, MonitorResult, default_monitors
-from harness.program.distributed import World, doubt, world_of
+from harness.program.distributed import doubt, world_size
 from harness.running import interrupts, metadata
 from harness.running.cell_log import DEFAULT_CAP_MB, CellLog
 from harness.running.matrix import Cell, cell_id
@@ -175,7 +176,7 @@ def watch(
     announce(f"watching pid {root} {how_long}; {where if logs else 'its output is not a file, not read'}")
     known: dict[int, psutil.Process] = {}
     results: list[MonitorResult] = []
-    world: World | None = None  # a torch.distributed job: its log's rates are one rank's
+    world: int | None = None  # the size of a torch.distributed job: its log's rates are one rank's
     try:
         with interrupts.deferred():  # Ctrl-C and SIGTERM act at the wait's safe points
             try:
@@ -192,12 +193,12 @@ def watch(
                     known.setdefault(pid, handle)
             known.update(marked_processes(store.root, key))
             known.update({p.pid: p for p in tree(proc.pid)})
-            world = world_of(alive(known))  # read before they end
+            world = world_size(alive(known))  # read before they end
             kill_tree(proc.pid, {p.pid: p for p in alive(known)})
             proc.wait()
         written = log.close() if log is not None else None
     if attached and _alive(root):
-        world = world_of(tree(root))
+        world = world_size(tree(root))
     ended = time.time()
     record = Record(
         id=cell.id, suite=WATCH_SUITE, params=params, repeat=0, status="ok", started=started, ended=utc_now(),
@@ -220,8 +221,8 @@ def watch(
     if written is not None and (note := written.warning()):
         warnings.append(note)
     if world is not None:
-        record.metrics["program_world_size"] = world.size
-        warnings.append(doubt(world.size))
+        record.metrics["program_world_size"] = world
+        warnings.append(doubt(world))
     record.warnings = warnings
     record.extra["watch"] = {"traces": store.relative(workdir), "interrupted": interrupted, "attached": attached}
     if written is not None and (capped := written.note()):

@@ -62,9 +62,9 @@ def line(rate: str | None, records: Iterable[Record]) -> str | None:
     if failed:
         why = str(failed[0].metrics.get("progress_set_aside") or failed[0].metrics["headline_provenance"])
         text += f" (no counter passed in {failed[0].label}: {why})"
-    ranked = [r for r in ok if r.metrics.get("program_world_size")]
+    ranked = [size for r in ok if (size := world_size([r]))]  # one per record of a job
     if ranked:
-        sizes = sorted({int(r.metrics["program_world_size"]) for r in ranked})
+        sizes = sorted(set(ranked))
         text += (
             f"; in {len(ranked)} cell{'s' if len(ranked) > 1 else ''} the program ran as a torch.distributed job "
             f"({', '.join(map(str, sizes))} ranks), whose output is usually one rank's progress: the job does "
