@@ -2,6 +2,9 @@
 without a word when CUDA is not there (the classic silent fallback).
 
 `python net_device.py --device cuda` asks for the GPU; `--device cpu` asks for the CPU.
+`--drop-device` is the same failure where CUDA is there: the parent asks for cuda and uses it,
+but the device never reaches the workers, which build their nets on the CPU (the bug seen on
+a real GPU; without CUDA it changes nothing).
 """
 
 import argparse
@@ -24,9 +27,14 @@ def worker(device):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--drop-device", action="store_true", help="workers build their nets on the CPU")
     args = parser.parse_args()
     device = args.device if torch.cuda.is_available() else "cpu"
-    workers = [mp.Process(target=worker, args=(device,), daemon=True) for _ in range(2)]
+    if device != "cpu":
+        torch.zeros(1, device=device)  # the parent does reach the GPU
+    worker_device = "cpu" if args.drop_device else device
+    context = mp.get_context("spawn" if device != "cpu" else "fork")  # no fork once CUDA is initialised
+    workers = [context.Process(target=worker, args=(worker_device,), daemon=True) for _ in range(2)]
     for w in workers:
         w.start()
     while True:
