@@ -146,7 +146,8 @@ def main(out: Path) -> None:
     lines += [f"- batch {b}: {v:,.0f} evals/s" for b, v in sorted(curve.items())] or ["- not measured"]
     lines.append("")
     watches = sorted(p for p in runs.glob("watch-*/*") if p.is_dir()) if runs.exists() else []
-    for label, found in (("gpu-selfplay", run_dirs(runs, "gpu-selfplay")), ("watch", watches)):
+    sweeps = [p for p in run_dirs(runs, "gpu-") if (p / "cells.jsonl").exists()]
+    for label, found in (("sweep", sweeps), ("watch", watches)):
         for run in found:
             lines += [f"## {label}: {run.parent.name}/{run.name}", ""]
             if (run / "summary.csv").exists() and label != "watch":
