@@ -292,6 +292,9 @@ class Feed:
             self.probe.warn(self._nothing_counted())
         elif all(n in self.doubted or n not in rates for n in self._grown) and self.fixed_headline is None:
             self.probe.warn(self._no_rate())
+        if not self._grown or all(n in self.doubted for n in self._grown):
+            # what the terminal and the report say under the table (harness.runs.provenance)
+            self.probe.set("progress_advice", self._where_progress_is())
 
     def _checks(self, name: str, rates: dict[str, float], medians: dict[str, float], since: float) -> list[Check]:
         """Every other source of the same thing as counter `name`, held against its rate (taken

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.readers.protocol import Reading
+from harness.readers.protocol import LineReader, Reading
 from harness.readers.words import is_clock, leaf, snake
 
 GROWTHS_MIN = 3  # a number seen to grow this often, and never to fall, may be progress
@@ -70,24 +71,41 @@ class Grown:
 
 
 class Growing:
-    """Follows the values readers found, by name, and says which grew like progress."""
+    """Follows the values (and counters) readers found, by name, and says which grew like
+    progress. A feed hands it its readings; `harness watch`, which reads only printed rates,
+    hands it whole lines (`read`), to say what a cell would have counted."""
 
-    def __init__(self) -> None:
-        self._values: dict[str, Grown] = {}
+    def __init__(self, readers: Sequence[LineReader] = ()) -> None:
+        self._seen: dict[tuple[str, str], Grown] = {}  # (kind, name) -> its sightings
+        self._readers = list(readers)  # what `read` reads lines with
 
     def see(self, reading: Reading, reader: str) -> None:
-        if reading.kind != "value" or is_clock(reading.name):
+        if reading.kind not in ("value", "counter") or is_clock(reading.name):
             return
-        grown = self._values.get(reading.name)
+        grown = self._seen.get((reading.kind, reading.name))
         if grown is None:
-            if len(self._values) < MAX_TRACKED:
-                self._values[reading.name] = Grown(reading.key or reading.name, reader, reading.value, reading.value)
+            if len(self._seen) < MAX_TRACKED:
+                self._seen[(reading.kind, reading.name)] = Grown(
+                    reading.key or reading.name, reader, reading.value, reading.value
+                )
             return
         grown.see(reading.value)
 
-    def candidates(self) -> list[Grown]:
-        """Values that never fell and grew GROWTHS_MIN times or more, the most grown first."""
-        found = [g for g in self._values.values() if g.falls == 0 and g.growths >= GROWTHS_MIN]
+    def read(self, line: str) -> None:
+        """One line of output through the line readers given (the first to find a name keeps it)."""
+        taken: set[str] = set()
+        for reader in self._readers:
+            found = [r for r in reader.read(line) if r.name not in taken]
+            for reading in found:
+                taken.add(reading.name)
+                self.see(reading, reader.name)
+            if found and getattr(reader, "exclusive", False):
+                break
+
+    def candidates(self, kind: str = "value") -> list[Grown]:
+        """Values (or counters) that never fell and grew GROWTHS_MIN times or more, the most
+        grown first."""
+        found = [g for (k, _), g in self._seen.items() if k == kind and g.falls == 0 and g.growths >= GROWTHS_MIN]
         return sorted(found, key=lambda g: -g.growths)
 
     def advice(self) -> str:

@@ -16,11 +16,14 @@ import shlex
 
 import pytest
 
+from harness.monitors.logrates import LogRatesMonitor
+from harness.program.capture import read as read_capture
 from harness.program.launch import _declared_counter
 from harness.readers import Feed, line_readers
 from harness.readers.growing import Growing
 from harness.readers.protocol import Reading
 from harness.readers.series import Series
+from tests.harness.test_corpus import CORPUS
 from tests.harness.test_reader_checks import feed_at
 from tests.harness.test_readers import FakeProbe
 
@@ -183,3 +186,57 @@ def test_growing_keeps_values_that_only_grew():
         growing.see(Reading("seed", 7.0, "value", "seed"), "pairs")
     assert [g.key for g in growing.candidates()] == ["processed"]
     assert growing.advice().endswith(r"--progress 'processed=\bprocessed\s*[=:]\s*(\d+)'")
+
+
+def _watched(capture: str) -> LogRatesMonitor:
+    """A capture's output handed to watch's log monitor as its pipe would hand it."""
+    monitor = LogRatesMonitor([], fed=True)
+    _, chunks = read_capture(CORPUS / capture / "output.jsonl")
+    for _, _, text in chunks:
+        monitor.take(text.encode())
+    monitor.finish()
+    return monitor
+
+
+def test_watch_on_a_program_that_prints_no_rate_says_so_and_what_to_pass():
+    """`harness watch` reads only printed rates; the asynchronous trainer prints none. It ends
+    saying so, with the sweep (and its --progress) that would count what grew."""
+    note = _watched("async-eval").silence("python train.py")
+    assert note is not None and note.startswith("no throughput: none of its")
+    assert "`processed` grew (" in note
+    assert r"harness sweep --duration 60 --progress 'processed=\bprocessed\s*[=:]\s*(\d+)' -- python train.py" in note
+    assert "elapsed" not in note and "--rate-regex" in note
+    counted = _watched("ray-selfplay").silence("python selfplay.py")
+    assert counted is not None and "--progress" not in counted  # Ray's pids grow and fall: no choice
+
+
+def test_watch_with_a_rate_says_nothing_of_the_kind():
+    monitor = LogRatesMonitor([], fed=True)
+    monitor.take(b"Iteration 10 (33.4 iter/s)\nIteration 20 (33.1 iter/s)\n")
+    monitor.finish()
+    assert monitor.silence("x") is None
+    assert LogRatesMonitor([]).silence("x") is None  # nothing followed: nothing to say
+
+
+def test_the_report_says_there_is_no_rate_and_what_to_paste(tmp_path):
+    """The async trainer's cell read as a sweep reads it: no finite rate, and the line under
+    the table (terminal, report.html) gives the --progress to paste."""
+    import io
+
+    from rich.console import Console
+
+    from harness.program.capture import replay_cell
+    from harness.report.html import render_run
+    from harness.report.terminal import render
+    from harness.runs.view import build_view
+    from tests.records import make_record
+
+    metrics, warnings = replay_cell(CORPUS / "async-eval" / "output.jsonl", 40)
+    record = make_record("c1", metrics, {"argv": "python async_eval.py", "workers": 1}, suite="command")
+    view = build_view([record])
+    out = io.StringIO()
+    render(view, Console(file=out, width=600))
+    flag = r"--progress 'processed=\bprocessed\s*[=:]\s*(\d+)'"
+    assert "headline none: no throughput could be read from the program's output" in out.getvalue()
+    assert flag in out.getvalue() and any(flag in w for w in warnings)
+    assert flag.replace("'", "&#x27;") in render_run(tmp_path, view)
