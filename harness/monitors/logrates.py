@@ -9,6 +9,10 @@ log's cap, stamped on arrival. Every match of the default pattern is a rate name
 by its unit: `log_<unit>_per_s` (per second) or `log_<unit>_per_min` (per minute; per hour
 becomes per minute). A user pattern (`--rate-regex`) needs a group named `value` (or
 exactly one group); groups `unit` and `per` name it the same way, else it is `log_rate`.
+A log with no rate line gives no throughput, and `silence` says so: its first GROWTH_LINES
+lines also go through the progress readers (harness.readers.growing), so the warning names
+the counters and values that grew, with the `harness sweep` (and its `--progress`) that
+would count them.
 
 Metrics per rate: its median over the run, its drift (`<rate>_drift_pct_per_min` and
 `_drift_se`, the least-squares slope as in harness.model.stats, so the DRIFT rule reads a log
@@ -29,12 +33,15 @@ from typing import Any
 from harness.errors import UserError
 from harness.model.stats import drift_pct_per_min
 from harness.monitors.base import MonitorResult, SamplingMonitor
+from harness.readers import line_readers
+from harness.readers.growing import Growing
 
 DEFAULT_PATTERN = (
     r"(?P<value>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z][A-Za-z_.-]*?)\s*"
     r"(?:/|\bper\s+)(?P<per>s|sec|secs|second|seconds|min|mins|minute|minutes|h|hr|hour|hours)\b"
 )
 PERIOD_S = 0.2
+GROWTH_LINES = 20_000  # lines read for counters and values that grew, while no rate line came
 _PER = {"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s"}
 _PER.update({k: "min" for k in ("min", "mins", "minute", "minutes")})
 _PER.update({k: "h" for k in ("h", "hr", "hour", "hours")})
@@ -110,6 +117,7 @@ class LogRatesMonitor(SamplingMonitor):
         self._lock = threading.Lock()  # `take` runs on the log's thread
         self._closed = False
         self._take_cpu_s = 0.0  # parsing in `take`, on the log's thread
+        self.growing = Growing(line_readers())  # what grew in a log with no rate line: what a cell would count
 
     def begin(self, root_pid: int) -> bool:
         for path in self.paths:
@@ -162,6 +170,33 @@ class LogRatesMonitor(SamplingMonitor):
             if found:
                 self.rate_lines += 1
                 self.points += [(wall, name, value) for name, value in found]
+            elif not self.rate_lines and self.lines <= GROWTH_LINES:
+                self.growing.read(line)
+
+    def silence(self, command: str) -> str | None:
+        """The warning for a log that printed no rate: no throughput, why, and what to pass
+        (None when a rate was read, or no log was followed). `command`: the program's, for
+        the flags to paste."""
+        if self.rate_lines or (not self.paths and not self.fed):
+            return None
+        shape = "the --rate-regex given" if self.patterns[0].pattern != DEFAULT_PATTERN else "`<n> <unit>/s`"
+        said = [
+            f"no throughput: none of its {self.lines} lines of output held a rate ({shape}), and watch reads only printed rates"
+        ]
+        counters = self.growing.candidates("counter")[:3]
+        if counters:
+            names = ", ".join(f"`{g.key}` ({g.first:g} -> {g.last:g})" for g in counters)
+            said.append(
+                f"it printed counters that grew ({names}): a cell counts them, `harness sweep --duration 60 -- {command}`"
+            )
+        for grown in self.growing.candidates("value")[:3]:
+            said.append(
+                f"`{grown.key}` grew ({grown.first:g} -> {grown.last:g}): `harness sweep --duration 60 {grown.choice()} -- {command}` counts it"
+            )
+        said.append(
+            "a rate printed in another shape: --rate-regex '(?P<value>[\\d.]+) samples/s' (a group named value)"
+        )
+        return "; ".join(said)
 
     def result(self) -> MonitorResult:
         if not self.paths and not self.fed:

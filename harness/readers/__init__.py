@@ -2,8 +2,8 @@
 values (harness.readers.feed) as it runs. One module per shape, behind the two protocols
 of harness.readers.protocol:
 
-    lines: jsonlines (JSON objects), table (`| key | value |` rows), progress_bar (tqdm,
-           rich), pattern (the user's --progress regex), sentences (`Iteration 4500 (33.4
+    lines: pattern (the user's --progress regex), jsonlines (JSON objects), table (`| key |
+           value |` rows), progress_bar (tqdm, rich), sentences (`Iteration 4500 (33.4
            iter/s)`, `After 51200 frames`), pairs (`key=value`, `key: value`)
     files: csvfile (CSV progress files), tensorboard (event files)
 
@@ -35,7 +35,9 @@ def patterns(specs: str) -> list[Pattern]:
 
 
 def line_readers(specs: str = "") -> list[LineReader]:
-    return [JsonLines(), Table(), ProgressBar(), *patterns(specs), Sentences(), Pairs()]
+    """The user's --progress patterns first: what they name is taken from any line, a JSON
+    object's or a table row's too (those readers claim their lines from the readers after them)."""
+    return [*patterns(specs), JsonLines(), Table(), ProgressBar(), Sentences(), Pairs()]
 
 
 def file_readers(specs: str, cwd: Path) -> list[FileReader]:

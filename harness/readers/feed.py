@@ -27,6 +27,7 @@ wins (`Total num frames: 12345` is one counter, not two).
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections import Counter, defaultdict
@@ -34,6 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness.readers.checks import SET_ASIDE, Check, clock_rate, paired_printed, printed_median
+from harness.readers.growing import Growing
 from harness.readers.protocol import FileReader, LineReader, Reading
 from harness.readers.series import STALE_S, SWITCH_AFTER, Series
 from harness.readers.words import family, is_clock, rank
@@ -48,6 +50,10 @@ _NOT_PROGRESS = re.compile(
 )
 
 _CONTINUED = re.compile(r"^\s{4,}\S")  # an indented line: the record above it goes on
+# Ray's log deduplication: one line printed for several processes' alike lines, the last one's numbers
+_MERGED = re.compile(r"\[repeated \d+x across cluster\]")
+# Ray's prefix on a worker's line, `(SelfPlayWorker pid=16590, ip=10.0.0.2)`: which process said it
+_PROCESS = re.compile(r"^\s*\((?:[\w.]+ )?pid=(?P<pid>\d+)(?:, ip=[\w.:-]+)?\)")
 
 
 class Feed:
@@ -77,6 +83,8 @@ class Feed:
         self._printed: dict[str, list[tuple[float, float, str, str]]] = defaultdict(list)  # (t, value, phase, slot)
         self._clocks: list[tuple[float, float]] = []  # (t, the program's elapsed seconds)
         self.checks: dict[str, list[Check]] = {}
+        self.growing = Growing()  # values that grew: --progress choices when no counter is read
+        self.doubted: set[str] = set()  # index-like counters no second source agreed with: no rate
 
     # ------------------------------------------------------------------ input
     def line(self, text: str) -> bool:
@@ -105,8 +113,11 @@ class Feed:
         if taken:
             self.lines_recognised += 1
             now = self.clock()
+            merged = _MERGED.search(text) is not None
+            process = _PROCESS.match(text)
+            said_by = (process["pid"] if process else "", merged)
             for reader_name, reading in taken:
-                self._apply_one(reading, now, "output", reader_name)
+                self._apply_one(reading, now, "output", reader_name, said_by)
         return bool(taken)
 
     def poll_files(self) -> None:
@@ -126,15 +137,20 @@ class Feed:
         for reading in readings:
             self._apply_one(reading, now, source, reader or source)
 
-    def _apply_one(self, reading: Reading, now: float, source: str, reader: str) -> None:
+    def _apply_one(
+        self, reading: Reading, now: float, source: str, reader: str, said_by: tuple[str, bool] = ("", False)
+    ) -> None:
+        """`said_by`: the process a runtime's prefix names on the line (Ray's `pid=`), and
+        whether the line stands for several processes' lines."""
         phase = self.probe.current_phase
         if reading.kind == "counter":
-            self._count(reading, now, phase, source, reader)
+            self._count(reading, now, phase, source, reader, said_by)
         elif reading.kind == "rate":
             self._printed[reading.name].append((now, reading.value, phase, reading.slot))
         elif reading.kind == "clock":
             self._clocks.append((now, reading.value))
         else:
+            self.growing.see(reading, reader)
             if is_clock(reading.name):
                 self._clocks.append((now, reading.value))
             target = self.probe.target
@@ -145,7 +161,9 @@ class Feed:
             else:  # a value said once is configuration (Sample Factory prints ~150 at start)
                 self._values_seen.add(reading.name)
 
-    def _count(self, reading: Reading, now: float, phase: str, source: str, reader: str) -> None:
+    def _count(
+        self, reading: Reading, now: float, phase: str, source: str, reader: str, said_by: tuple[str, bool]
+    ) -> None:
         """A reading of a counter: its series says what it adds; only the counted slot of a
         name reaches the probe. A counter counts from its second value on, once it has grown:
         a number a counter's word labels once (`n_steps=32` in a printed config) is not
@@ -156,7 +174,7 @@ class Feed:
             series = self._series[(reading.name, slot)] = Series(
                 reading.name, slot, reader, reading.key or reading.name, source
             )
-        units = series.see(reading.value, phase, now)
+        units = series.see(reading.value, phase, now, *said_by)
         counted_slot = self._counted_slot.get(reading.name)
         if counted_slot is None:
             if units <= 0:
@@ -177,7 +195,7 @@ class Feed:
             # Lightning's sanity-check bar, grew first). A validation bar that grows while the
             # training bar waits a moment is not the training
             self._counted_slot[reading.name] = slot
-        if units:
+        if units and series.index is None:  # an index's readings are never summed into the probe's rate
             self.probe.count(reading.name, units)
         self._choose_headline()
 
@@ -200,9 +218,16 @@ class Feed:
             self.headline = best
             self.probe.declare_rate(best)
 
-    def _headline_order(self, name: str) -> tuple[int, int, int]:
-        """Finest unit first; a level before increments of the same unit; then the first to grow."""
-        return rank(name), int(self.series_of(name).kind != "level"), self._grown.index(name)
+    def _headline_order(self, name: str) -> tuple[int, int, int, int]:
+        """An index last, whatever it counts; then the finest unit first; a level before
+        increments of the same unit; then the first to grow."""
+        series = self.series_of(name)
+        return int(self._in_doubt(name)), rank(name), int(series.kind != "level"), self._grown.index(name)
+
+    def _in_doubt(self, name: str) -> bool:
+        """An index (harness.readers.series) no second source agreed with; while the program
+        runs, before its checks, any index."""
+        return name in self.doubted or (not self.checks and self.series_of(name).index is not None)
 
     def series_of(self, name: str) -> Series:
         return self._series[(name, self._counted_slot[name])]
@@ -218,23 +243,35 @@ class Feed:
         start, end = getattr(self.probe, "measured_window", lambda: (None, None))()
         spans = {n: span for n in self._grown if (span := self.series_of(n).window_span(start, end)) is not None}
         rates = {n: span.rate for n, span in spans.items()}
-        # a series not yet known as a running total or increments is set aside unchecked
-        self.checks = {
-            name: self._checks(name, rates, medians, spans[name].first.t) for name in rates if self.series_of(name).trusted
+        # a series not yet known as a running total or increments is set aside unchecked; an
+        # index is checked: only a second source that agrees lets its sum be a rate
+        judged = [n for n in rates if self.series_of(n).trusted or self.series_of(n).index is not None]
+        self.checks = {name: self._checks(name, rates, medians, spans[name].first.t) for name in judged}
+        self.doubted = {
+            n
+            for n in judged
+            if self.series_of(n).index is not None and not any(c.outcome == "agrees" for c in self.checks[n])
         }
         for name, printed in sorted(medians.items()):
-            paired = [c for c in self._grown if name in paired_printed(c, self.series_of(c).slot, self._printed)]
+            paired = [
+                c
+                for c in self._grown
+                if c not in self.doubted and name in paired_printed(c, self.series_of(c).slot, self._printed)
+            ]
             counter = min(paired, key=rank) if paired else None
             if counter is not None and rates.get(counter):
                 self.probe.set(f"{name}_vs_counted", printed / rates[counter])
         for name, checks in sorted(self.checks.items()):
             differing = [c for c in checks if c.outcome != "agrees"]
-            if differing:
+            if name in self.doubted:
+                self.probe.warn(self._index_warning(name, rates[name]))
+            elif differing:
                 self.probe.warn(_disagreement(name, rates[name], differing))
         for name, rate in rates.items():
             # between its first and last reports in the window, as one reads a log by hand: a
-            # report every 10 s cut by the window's edges would be off by up to a report
-            self.probe.set(f"{name}_per_s", rate)
+            # report every 10 s cut by the window's edges would be off by up to a report. An
+            # index's sum is no rate: unknown (NaN: no report, chart or rule takes it)
+            self.probe.set(f"{name}_per_s", math.nan if name in self.doubted else rate)
         if self.fixed_headline is None and self._grown:
             passed = [n for n in self._grown if n in rates and not self._set_aside(n)]
             self._choose_headline(passed or self._grown)
@@ -253,6 +290,11 @@ class Feed:
                 self.probe.set("progress_set_aside", "; ".join(f"{n}: {self._why_aside(n)}" for n in aside))
         if not self._grown:
             self.probe.warn(self._nothing_counted())
+        elif all(n in self.doubted or n not in rates for n in self._grown) and self.fixed_headline is None:
+            self.probe.warn(self._no_rate())
+        if not self._grown or all(n in self.doubted for n in self._grown):
+            # what the terminal and the report say under the table (harness.runs.provenance)
+            self.probe.set("progress_advice", self._where_progress_is())
 
     def _checks(self, name: str, rates: dict[str, float], medians: dict[str, float], since: float) -> list[Check]:
         """Every other source of the same thing as counter `name`, held against its rate (taken
@@ -281,13 +323,20 @@ class Feed:
         """Not a plain running total or increments, or read over 2x faster than another source
         of the same thing while none agreed with it: a source that agrees (the program's own
         clock, above all) says the fast one is an average that lags (Stable-Baselines3's `fps`
-        since the start read 0.56x the counter when its first rollouts were slow)."""
+        since the start read 0.56x the counter when its first rollouts were slow). An index
+        is not, once a second source agreed with its sum."""
         checks = self.checks.get(name, [])
-        over = any(c.outcome == "set aside" for c in checks) and not any(c.outcome == "agrees" for c in checks)
-        return not self.series_of(name).trusted or over
+        agreed = any(c.outcome == "agrees" for c in checks)
+        over = any(c.outcome == "set aside" for c in checks) and not agreed
+        series = self.series_of(name)
+        if series.index is not None:
+            return not agreed
+        return not series.trusted or over
 
     def _why_aside(self, name: str) -> str:
         series = self.series_of(name)
+        if series.index is not None:
+            return f"{series.index}, and no second source agrees with its sum: no rate"
         if series.kind == "ambiguous":
             return "its readings drop as often as they reach new highs (two running totals under one name?)"
         if series.undecided:
@@ -300,6 +349,8 @@ class Feed:
         probe's, over reports the window's edges cut), or `unchecked` (the program gave
         nothing to check it against)."""
         checks = self.checks.get(name, [])
+        if name in self.doubted:
+            return "unchecked"  # no source to hold it against agreed: its sum is no rate
         if self._set_aside(name):
             return "failed"
         if name not in rates:
@@ -315,7 +366,12 @@ class Feed:
         series = self.series_of(name)
         rate = rates.get(name)
         where = series.reader + (f", {series.source}" if series.source != "output" else "")
-        head = f"{name}_per_s {rate:.4g}/s" if rate is not None else f"{name}_per_s (too few readings in the window)"
+        if rate is None:
+            head = f"{name}_per_s (too few readings in the window)"
+        elif name in self.doubted:
+            head = f"{name}_per_s unknown (summed, {rate:.4g}/s: not a rate)"
+        else:
+            head = f"{name}_per_s {rate:.4g}/s"
         checks = self.checks.get(name, [])
         said = "; ".join(c.describe() for c in checks) if checks else "nothing to check it against"
         others = sum(1 for (n, slot) in self._series if n == name and slot != series.slot)
@@ -344,9 +400,36 @@ class Feed:
         files = f"; {'; '.join(r.describe() for r in self.file_readers)}" if self.file_readers else ""
         return (
             f"no progress counter recognised in {self.lines_read} lines of output{files}: no throughput can be "
-            "computed. Say where the program's progress is: --progress 'After (?P<frames>\\d+) frames' (a regex "
-            "with named groups), --progress-file 'runs/**' (TensorBoard event files or a CSV), or print JSON "
-            'lines such as {"count": {"steps": 100}}'
+            f"computed. {self._where_progress_is()}"
+        )
+
+    def _no_rate(self) -> str:
+        """Every counter found was an index: the cell has no throughput, and says what to pass."""
+        names = ", ".join(f"`{self.series_of(n).key}`" for n in self._grown)
+        return (
+            f"no throughput can be computed: every counter read in {self.lines_read} lines of output ({names}) is an "
+            f"index, not progress (see above). {self._where_progress_is()}"
+        )
+
+    def _where_progress_is(self) -> str:
+        """The advice: the values that grew as ready --progress flags, then the forms there are."""
+        forms = (
+            "--progress 'After (?P<frames>\\d+) frames' (a regex with named groups), --progress-file 'runs/**' "
+            '(TensorBoard event files or a CSV), or print JSON lines such as {"count": {"steps": 100}}'
+        )
+        grew = self.growing.advice()
+        if grew:
+            return f"{grew[0].upper()}{grew[1:]}. Or say where the program's progress is: {forms}"
+        return f"Say where the program's progress is: {forms}"
+
+    def _index_warning(self, name: str, rate: float) -> str:
+        """An index's sum, refused: why it is an index, what its sum would read, what disagreed."""
+        series = self.series_of(name)
+        checks = self.checks.get(name, [])
+        said = "; ".join(c.describe() for c in checks) if checks else "the program printed nothing to check it against"
+        return (
+            f"{name} (`{series.key}`) is not a counter to sum: {series.index}; summed, it would read {rate:.4g}/s, "
+            f"and no second source agrees ({said}), so {name}_per_s is unknown and no rate rests on it"
         )
 
 

@@ -13,10 +13,34 @@ than twice as often as they reach new highs, is increments: from then on each re
 (the feed makes up for the readings before, within the measured window). One that drops as
 often as it reaches new highs is neither (two running totals under one name, taking turns):
 `ambiguous`, and the feed keeps it out of the headline.
+
+Some numbers under a counter's word count nothing the window can be rated by: an index
+within a unit of work (a move within a game, an evaluation's `episode 0..9`, a simulated
+game's number within one move's search) restarts at every unit, and several workers' indices
+interleaved drop and rise like increments. A series is judged an **index** (`index`, with
+the evidence, in words) when it
+
+- restarts (a fall to near zero that grows again) CYCLES_FOR_AN_INDEX times or more, or
+  once inside the measured window, and is not a progress bar's `n` of its total (a bar per
+  epoch restarts by design; its own rate and clock check it);
+- was read from lines of several processes, as a runtime's prefix names them (Ray's
+  `(SelfPlayWorker pid=16590)`: each worker's own number, not the program's total), or from
+  a line that stands for several processes' lines (Ray's `[repeated 2x across cluster]`:
+  the number is the last of them, one worker's among several);
+- has the shape of increments, but its readings are mostly an earlier reading plus one
+  (SUCCESSOR_SHARE of them, one of the last RECENT readings): numbers that count up one at
+  a time, per worker, are indices, never amounts;
+- has the shape of increments, but arrives in bursts (BURST_SHARE of its readings within
+  BURST_S of the one before): a program reports an amount once per report, on its own
+  clock, not hundreds in an instant.
+
+What such a series counts is kept (to be held against the program's other sources), but
+the feed sums none of it into a rate unless a second source agrees (harness.readers.feed).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -26,6 +50,13 @@ NEAR_ZERO = 0.10  # a fall to at most this share of the level (or to <= 1) may b
 SWITCH_AFTER = 2  # another report grew this often since the counted one last grew (and more in all)
 STALE_S = 5.0  # ... and the counted one has not grown for this long: count the other
 DROPS_FOR_A_VERDICT = 2  # drops (not to near zero) before a series is judged increments or ambiguous
+CYCLES_FOR_AN_INDEX = 2  # restarts of a series that is no bar: an index within a unit of work
+RECENT = 4  # readings an index's next one may follow (one per worker taking turns)
+SUCCESSOR_SHARE = 0.5  # readings one more than a recent one: counting up, not amounts
+BURST_S = 0.005  # readings this close to the one before arrived in one burst
+BURST_SHARE = 0.5  # ... this share of them: bursts unrelated to the clock
+EVIDENCE_MIN = 8  # readings before the successor and burst shares say anything
+BARS = ("progress_bar",)  # readers whose counter is a bar's n of its total
 
 SeriesKind = Literal["level", "increments", "ambiguous"]
 
@@ -82,12 +113,27 @@ class Series:
     history: list[tuple[str, float, float]] = field(default_factory=list)
     points: list[Sighting] = field(default_factory=list)  # every reading: its rate, its clock check
     counted: float = 0.0
+    reasons: dict[str, None] = field(default_factory=dict)  # the kinds of evidence that it is an index, in order found
+    restarts_measured: int = 0  # restarts read inside the measured window
+    merged: int = 0  # readings from a line that stands for several processes' lines
+    processes: set[str] = field(default_factory=set)  # the processes a runtime's prefix named (a few)
+    successors: int = 0  # readings one more than one of the RECENT before
+    bursts: int = 0  # readings within BURST_S of the one before
+    _recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
+    _last_t: float | None = None
 
-    def see(self, value: float, phase: str, t: float = 0.0) -> float:
-        """A new reading at time `t`; the units of progress it adds."""
+    def see(self, value: float, phase: str, t: float = 0.0, process: str = "", merged: bool = False) -> float:
+        """A new reading at time `t`; the units of progress it adds. `process`: the process a
+        runtime's prefix on its line names; `merged`: its line stands for several processes'."""
         self.sightings += 1
-        was = self.kind
+        self.merged += merged
+        if process and len(self.processes) < RECENT:
+            self.processes.add(process)
+        self._evidence(value, t)
+        was, restarts = self.kind, self.restarts
         units = self._units(value)
+        if self.restarts > restarts and phase == "measure":
+            self.restarts_measured += 1
         if len(self.history) < MAX_KEPT:
             self.history.append((phase, value, units))
         if was != "increments" and self.kind == "increments":
@@ -99,9 +145,54 @@ class Series:
             self.grew_at.append(t)
             del self.grew_at[:-SWITCH_AFTER]
         self.counted += units
+        self._judge_index()
         if len(self.points) < MAX_KEPT:
             self.points.append(Sighting(t, value, self.counted, phase))
         return units
+
+    def _evidence(self, value: float, t: float) -> None:
+        """What the reading says of the series' nature: one more than a recent reading
+        (counting up), in a burst with the one before."""
+        if value == int(value) and value - 1 in self._recent:
+            self.successors += 1
+        self._recent.append(value)
+        if self._last_t is not None and t - self._last_t <= BURST_S:
+            self.bursts += 1
+        self._last_t = t
+
+    def _judge_index(self) -> None:
+        """An index within a unit of work, from the evidence so far (see the module's
+        docstring): each kind of evidence, once found, is kept in `reasons`."""
+        found = self.reasons
+        if len(self.processes) > 1:
+            found.setdefault("processes")
+        if self.merged:
+            found.setdefault("merged")
+        if (self.restarts >= CYCLES_FOR_AN_INDEX or self.restarts_measured > 0) and self.reader not in BARS:
+            found.setdefault("cycles")
+        if self.kind != "increments" or self.sightings < EVIDENCE_MIN:
+            return
+        if self.successors >= SUCCESSOR_SHARE * self.sightings:
+            found.setdefault("successors")
+        if self.bursts >= BURST_SHARE * self.sightings:
+            found.setdefault("bursts")
+
+    @property
+    def index(self) -> str | None:
+        """Why its readings are an index, not progress, in words; None: no such evidence."""
+        said = {
+            "processes": f"its readings come from {len(self.processes)} processes (a runtime's `pid=` prefix on its "
+            "lines): each one's own number, not the program's total",
+            "merged": f"{self.merged} of its readings came from lines that stand for several processes' lines "
+            "(`[repeated Nx across cluster]`)",
+            "cycles": f"it restarted from near zero {'once' if self.restarts == 1 else f'{self.restarts} times'} "
+            "(an index within a unit of work)",
+            "successors": f"{self.successors / self.sightings:.0%} of its readings are one more than a recent one "
+            "(counting up, not amounts)",
+            "bursts": f"{self.bursts / self.sightings:.0%} of its readings came in bursts, {BURST_S * 1000:g} ms apart "
+            "or less (not one report per interval of the program's clock)",
+        }
+        return "; ".join(said[kind] for kind in self.reasons) or None
 
     def window_rate(self, start: float | None = None, end: float | None = None) -> float | None:
         """Units per second over the measured window [start, end] (see window_span)."""
@@ -200,8 +291,8 @@ class Series:
 
     @property
     def trusted(self) -> bool:
-        """A plain level (drops aside, restarts allowed) or judged increments."""
-        return self.kind == "increments" or (self.kind == "level" and not self.undecided)
+        """A plain level (drops aside, restarts allowed) or judged increments, and no index."""
+        return self.index is None and (self.kind == "increments" or (self.kind == "level" and not self.undecided))
 
     def recount(self, phases: set[str]) -> float:
         """Once judged increments: the units the readings taken in `phases` add as increments,
@@ -219,4 +310,6 @@ class Series:
             notes.append(f"{self.falls} fall{'s' if self.falls > 1 else ''} without a restart, not counted")
         if self.undecided:
             notes.append(f"dropped {self.drops}x: not yet judged a running total or increments")
+        if self.index is not None:
+            notes.append(f"an index, not progress: {self.index}")
         return f"{what}, {', '.join(notes)}"

@@ -220,6 +220,8 @@ def watch(
         warnings.append(f"pid {root} ended while it was watched")
     if written is not None and (note := written.warning()):
         warnings.append(note)
+    if (silent := instruments.log.silence(params["command"])) is not None:
+        warnings.append(silent)  # no throughput, and what would give one
     if world is not None:
         record.metrics["program_world_size"] = world
         warnings.append(doubt(world))

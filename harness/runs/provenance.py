@@ -47,8 +47,16 @@ def world_size(records: Iterable[Record]) -> int | None:
 
 def line(rate: str | None, records: Iterable[Record]) -> str | None:
     """`env_step_per_s: the program's `env_step` (sentences), a level; checks passed in 2
-    cells, warned in 1` (None when the headline was not read from a program's output)."""
+    cells, warned in 1` (None when the headline was not read from a program's output). A
+    program whose output gave no rate (no counter, or only indices: harness.readers) gets
+    `none: ...` and the readers' advice (`progress_advice`: the --progress to paste)."""
+    records = list(records)
     ok = [r for r in records if r.ok and r.metrics.get("headline_provenance")]
+    advice = next(
+        (str(r.metrics["progress_advice"]) for r in records if r.ok and r.metrics.get("progress_advice")), None
+    )
+    if advice is not None and (rate is None or not ok):
+        return f"none: no throughput could be read from the program's output. {advice}"
     if rate is None or not ok:
         return None
     sources = Counter()

@@ -3,11 +3,16 @@ times through the command suite's readers and a probe, as a `--duration` cell re
 
 Every capture's headline is the counter a person reading the program's log would judge it by,
 at the rate computed by hand from that log, within 5 %; and no counter read more than 2x faster
-than a rate the program printed of the same thing reaches the headline without a warning."""
+than a rate the program printed of the same thing reaches the headline without a warning.
+A capture whose output holds no rate (its counters are indices: `rate = nan`) must read as
+unknown, say so, and offer the `--progress` its meta names (`choice`), which, pasted, reads
+the program's progress at `choice_rate`."""
 
 from __future__ import annotations
 
+import math
 import re
+import shlex
 import tomllib
 from pathlib import Path
 
@@ -38,8 +43,13 @@ def test_the_corpus_holds_ten_programs():
 
 
 def test_the_headline_is_the_hand_computed_rate(replayed):
-    meta, metrics, _ = replayed
+    meta, metrics, warnings = replayed
     assert metrics.get("headline_rate") == f"{meta['headline']}_per_s", metrics.get("progress_provenance")
+    if math.isnan(meta["rate"]):  # no rate in its output: unknown, and said to be
+        assert math.isnan(metrics[f"{meta['headline']}_per_s"]), metrics.get("progress_provenance")
+        assert not [n for n, v in metrics.items() if n.endswith("_per_s") and isinstance(v, float) and v == v]
+        assert any(w.startswith("no throughput can be computed") for w in warnings), warnings
+        return
     assert metrics[f"{meta['headline']}_per_s"] == pytest.approx(meta["rate"], rel=TOLERANCE), meta["how"]
 
 
@@ -65,3 +75,24 @@ def test_no_counter_read_2x_faster_than_a_printed_rate_reaches_the_headline_unwa
             if same and isinstance(value, float) and value > 0 and rate > SET_ASIDE * value:
                 assert metrics.get("headline_rate") != name, f"{name} {rate:.4g}/s vs {rate_name} {value:.4g}"
                 assert any(w.startswith(f"{counter} grew at") for w in warnings), f"no warning for {name}"
+
+
+CHOICES = [p for p in CAPTURES if "choice" in tomllib.loads((p / "meta.toml").read_text())]
+
+
+@pytest.mark.parametrize("folder", CHOICES, ids=[p.name for p in CHOICES])
+def test_the_offered_progress_flag_pasted_reads_the_programs_progress(folder):
+    """The warning of a cell with no counter offers the values that grew as `--progress` flags;
+    the one the meta names is there, word for word, and pasted back it reads the rate the
+    program's own log gives, checked by its own clock."""
+    meta = tomllib.loads((folder / "meta.toml").read_text())
+    _, warnings = replay_cell(_output(folder), meta["duration"], meta.get("progress", ""))
+    assert any(meta["choice"] in w for w in warnings), warnings
+    flag, pattern = shlex.split(meta["choice"])
+    assert flag == "--progress"
+    metrics, _ = replay_cell(_output(folder), meta["duration"], pattern)
+    assert metrics["headline_rate"] == f"{meta['choice_headline']}_per_s"
+    assert metrics[f"{meta['choice_headline']}_per_s"] == pytest.approx(meta["choice_rate"], rel=TOLERANCE)
+    assert metrics["headline_check"] == meta["choice_check"], metrics["headline_provenance"]
+    clocks = re.findall(r"clock \(\d+ s\) [\d.e+]+/s: [\d.]+x, (\w+)", metrics["headline_provenance"])
+    assert clocks == [meta["choice_clock"]], metrics["headline_provenance"]

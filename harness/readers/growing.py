@@ -1,0 +1,117 @@
+"""Numbers a program printed that grew, though no reader took them for its progress: the
+`--progress` a user could pass, offered as the exact flag to paste.
+
+A program's progress may sit under a word that names no unit (`processed=12800`,
+`done: 4500`, `| seen | 10240 |`, `{"handled": 77}`): the readers record it as a value, and
+a cell ends with no counter. A value that never fell and grew GROWTHS_MIN times or more is a
+candidate (its clock aside: `elapsed` grows too, and is what the counter's rate is checked
+against); the warning names the most grown first, each as `--progress 'NAME=REGEX'`, a
+pattern that reads that key's number in the shape its reader found it (pairs, a table row,
+a JSON key), so pasted as it is it counts that number.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.readers.protocol import LineReader, Reading
+from harness.readers.words import is_clock, leaf, snake
+
+GROWTHS_MIN = 3  # a number seen to grow this often, and never to fall, may be progress
+SHOWN = 3  # candidates a warning names
+MAX_TRACKED = 200  # value names followed (a program logging thousands of keys is not slowed)
+
+
+@dataclass
+class Grown:
+    """One value's sightings: the key as printed, the reader that found it, how it moved."""
+
+    key: str
+    reader: str
+    first: float
+    last: float
+    growths: int = 0
+    falls: int = 0
+    whole: bool = True  # every reading an integer
+
+    def see(self, value: float) -> None:
+        if value > self.last:
+            self.growths += 1
+        elif value < self.last:
+            self.falls += 1
+        self.last = value
+        self.whole = self.whole and value == int(value)
+
+    @property
+    def name(self) -> str:
+        """The counter's name a --progress NAME= declares (a Python identifier)."""
+        name = snake(leaf(self.key)) or "progress"
+        return name if name[0].isalpha() else f"n_{name}"
+
+    def regex(self) -> str:
+        """A pattern for this key's number in the shape its reader found it."""
+        number = r"(\d+)" if self.whole else r"(\d+(?:\.\d+)?)"
+        key = re.escape(leaf(self.key)).replace("\\ ", " ")
+        key = f"\\b{key}" if re.match(r"\w", key) else key
+        if self.reader == "json":
+            return f'"{key}":\\s*{number}'
+        if self.reader == "table":
+            return f"\\|\\s*{key}\\s*\\|\\s*{number}"
+        return f"{key}\\s*[=:]\\s*{number}"
+
+    def choice(self) -> str:
+        """The flag to paste: `--progress 'processed=processed\\s*[=:]\\s*(\\d+)'`."""
+        return f"--progress {shlex.quote(f'{self.name}={self.regex()}')}"
+
+    def describe(self) -> str:
+        return f"`{self.key}` ({self.first:g} -> {self.last:g}, grew {self.growths}x): {self.choice()}"
+
+
+class Growing:
+    """Follows the values (and counters) readers found, by name, and says which grew like
+    progress. A feed hands it its readings; `harness watch`, which reads only printed rates,
+    hands it whole lines (`read`), to say what a cell would have counted."""
+
+    def __init__(self, readers: Sequence[LineReader] = ()) -> None:
+        self._seen: dict[tuple[str, str], Grown] = {}  # (kind, name) -> its sightings
+        self._readers = list(readers)  # what `read` reads lines with
+
+    def see(self, reading: Reading, reader: str) -> None:
+        if reading.kind not in ("value", "counter") or is_clock(reading.name):
+            return
+        grown = self._seen.get((reading.kind, reading.name))
+        if grown is None:
+            if len(self._seen) < MAX_TRACKED:
+                self._seen[(reading.kind, reading.name)] = Grown(
+                    reading.key or reading.name, reader, reading.value, reading.value
+                )
+            return
+        grown.see(reading.value)
+
+    def read(self, line: str) -> None:
+        """One line of output through the line readers given (the first to find a name keeps it)."""
+        taken: set[str] = set()
+        for reader in self._readers:
+            found = [r for r in reader.read(line) if r.name not in taken]
+            for reading in found:
+                taken.add(reading.name)
+                self.see(reading, reader.name)
+            if found and getattr(reader, "exclusive", False):
+                break
+
+    def candidates(self, kind: str = "value") -> list[Grown]:
+        """Values (or counters) that never fell and grew GROWTHS_MIN times or more, the most
+        grown first."""
+        found = [g for (k, _), g in self._seen.items() if k == kind and g.falls == 0 and g.growths >= GROWTHS_MIN]
+        return sorted(found, key=lambda g: -g.growths)
+
+    def advice(self) -> str:
+        """`it printed values that grew: `processed` (64 -> 9024, grew 40x): --progress '...'`,
+        or an empty string."""
+        found = self.candidates()[:SHOWN]
+        if not found:
+            return ""
+        return "it printed values that grew, each a --progress to paste: " + "; ".join(g.describe() for g in found)
