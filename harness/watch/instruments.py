@@ -115,8 +115,10 @@ class Instruments:
         sched = {key: t.samples for key, t in self.procstat.threads.items()}
         where = breakdown.build(edges, timelines, sched)
         metrics, series = signals.collect(where, procs, assigned, timelines, entries, sched, self.program)
-        wakeups = {int(pid): row.get("wakeups_hz", 1.0) for pid, row in metrics.get("watch_procs", {}).items()}
-        metrics.update(waits.metrics(self.waits.samples, assigned, wakeups))
+        rows = {int(pid): row for pid, row in metrics.get("watch_procs", {}).items()}
+        wakeups = {pid: row["wakeups_hz"] for pid, row in rows.items() if "wakeups_hz" in row}
+        runnable = {pid: row["runnable_cores"] for pid, row in rows.items() if "runnable_cores" in row}
+        metrics.update(waits.metrics(self.waits.samples, assigned, wakeups, runnable))
         return threads | metrics, series
 
     def window(self) -> float:
