@@ -13,7 +13,8 @@ is in its work. The kernel has the last word: a worker that wanted at least
 CONTRADICT_PCT of a core (or used it, where its demand is unknown) is not idle whatever its
 stacks say (a C call on a line the classifier takes for a wait, a main thread blocked while
 its own threads compute). Fires with at least MIN_WORKERS workers, at least IDLE_SHARE of
-them idle, while the headline rate is above zero or main_cpu_pct >= BUSY_MAIN_PCT.
+them idle, while the headline rate is above zero or main_cpu_pct >= BUSY_MAIN_PCT; the rate
+is only a sign of progress, so a doubted one marks the finding (NEEDS) instead of refusing it.
 
 Where the busiest other process is a server beside the workers (`waited_on`, harness
 watch's roles) using at least BUSY_MAIN_PCT of a core, the finding names it first: workers
@@ -27,10 +28,12 @@ socket or shared semaphore), the finding names that process and drops the altern
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding, fmt
+from harness.diagnosis.needs import PROGRESS, Needs
 from harness.model.stats import spread_summary
 from harness.runs.view import RunView
 
 RULE = "IDLE_WORKERS"
+NEEDS = Needs(rate=PROGRESS)  # the rate says only that the program progressed
 MIN_WORKERS = 2
 IDLE_WAIT_PCT = 90.0
 IDLE_CPU_PCT = 5.0
