@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.diagnosis.needs import Needs
 from harness.diagnosis.rules import RULES
 from harness.report.exports import EXPORTS, exporter
 from tests.harness.constructed_runs import cells, make_run
@@ -36,6 +37,7 @@ def test_every_rule_module_is_registered_documented_and_named():
     for name in modules:
         module = importlib.import_module(f"harness.diagnosis.rules.{name}")
         assert module.RULE.isupper() and module.check in RULES
+        assert isinstance(module.NEEDS, Needs), f"{name}: NEEDS declares the evidence its findings rest on"
         assert module.__doc__ and module.RULE in module.__doc__, f"{name}: the docstring names its rule"
 
 

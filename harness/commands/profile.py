@@ -32,7 +32,7 @@ def profile(
     out: Path = options.OutOpt,
 ) -> int:
     """Run one cell under py-spy (all its processes); write a speedscope profile into the run."""
-    from harness.monitors.pyspy import profile_paths, py_spy, record_command
+    from harness.monitors.pyspy import missing_py_spy, profile_paths, py_spy, record_command
     from harness.report.terminal import render
     from harness.running.execute import new_run
     from harness.running.matrix import single_cell
@@ -41,7 +41,7 @@ def profile(
 
     exe = py_spy()
     if exe is None:
-        raise UserError("harness profile needs py-spy on PATH: pip install py-spy")
+        raise UserError(f"harness profile needs py-spy: {missing_py_spy()}")
     if not 1 <= rate <= 10_000:
         raise UserError(f"--rate {rate}: allowed 1..10000 samples per second")
     spec, cell = single_cell("profile", suite, set_, duration=duration, warmup=warmup, timeout=timeout)

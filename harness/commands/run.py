@@ -31,6 +31,7 @@ def run(
     """Run one cell and print its metrics."""
     from harness.report.evidence import number
     from harness.report.terminal import console_for_stdout, render
+    from harness.report.where import blind_lines
     from harness.running import interrupts
     from harness.running.execute import execute, new_run, run_state
     from harness.running.executors import get_executor
@@ -55,6 +56,8 @@ def run(
         for key, value in sorted(record.metrics.items()):
             if not isinstance(value, dict):
                 console.print(f"  {key}: {number(value)}", markup=False, highlight=False)
+        for line in blind_lines([record]):  # an instrument that saw nothing, and the fix
+            print(f"warning: {line}")
         print(f"run directory: {store.root}")
     if record.ok:
         return 0

@@ -38,6 +38,7 @@ def watch(
 ) -> int:
     """Watch a program you did not change: where its time goes, its IPC, GIL, batches; findings."""
     from harness.commands.common import finish_report
+    from harness.monitors import blind
     from harness.monitors.logrates import compile_pattern
     from harness.running.watching import check_target
     from harness.running.watching import watch as watch_program
@@ -58,7 +59,9 @@ def watch(
         target, duration, instruments, out, announce=(lambda _: None) if quiet else print, log_cap_mb=log_cap
     )
     finish_report(store, [record], quiet)
+    said = set(blind.warnings(record.metrics))  # finish_report printed the instruments that saw nothing
     for warning in record.warnings:
-        print(f"warning: {warning}")
+        if warning not in said:
+            print(f"warning: {warning}")
     code = record.metrics.get("program_exit_code")
     return 1 if isinstance(code, int) and code != 0 else 0

@@ -3,7 +3,9 @@
 Rules read the harness's generic metric names and each suite's vocabulary (its worker,
 backend and device params, its headline rate, the signals it maps, the remedies naming its
 knobs), never one suite's internals. Every finding carries its severity, the cells, the
-evidence numbers and one line naming the remedy. The rules live in `rules/`, one each.
+evidence numbers and one line naming the remedy. The rules live in `rules/`, one each, each
+declaring the evidence its findings rest on (`NEEDS`); `needs.py` refuses a finding whose
+evidence does not hold, or marks it doubted.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from harness.diagnosis.findings import SEVERITY_ORDER, Finding, severity_rank
+from harness.diagnosis.needs import judged
 from harness.diagnosis.rules import RULES
 from harness.runs.record import Record
 from harness.runs.view import RunView, build_view
@@ -20,7 +23,8 @@ __all__ = ["Finding", "RULES", "RunView", "SEVERITY_ORDER", "diagnose"]
 
 def diagnose(run: RunView | Iterable[Record], meta: dict | None = None) -> list[Finding]:
     """Every rule over a run (its view, or its records with run.json's `meta`, which gives
-    the core count), most severe first."""
+    the core count), each finding held to the evidence its rule needs (harness.diagnosis.needs:
+    refused, or marked doubted in its first line), most severe first."""
     view = run if isinstance(run, RunView) else build_view(run, meta)
-    findings = [f for rule in RULES for f in rule(view)]
+    findings = [f for rule in RULES for f in judged(rule, view)]
     return sorted(findings, key=lambda f: severity_rank(f.severity))

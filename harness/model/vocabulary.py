@@ -88,11 +88,13 @@ SIGNALS: dict[str, str] = {
     "gil_cpu_cores": "value: that process's CPU use, in cores",
     "worker_cpu_pct": "value: {pid: % of one core} of each worker process",
     "worker_wait_pct": "value: {pid: % of its sampled thread time} each worker spent blocked or asleep",
+    "worker_runnable_pct": "value: {pid: % of one core} each worker ran or sat runnable waiting for a CPU (the "
+    "kernel's schedstat: what it wanted, where worker_cpu_pct is what it got)",
     "main_cpu_pct": "value: % of one core used by the program's processes that are not workers",
     "waited_on": "value: {pid, role, cpu_pct} of the busiest of those processes (what idle workers may wait on)",
     "waits_on": "value: {role, pids, blocked, via, text} what the workers block on, read from /proc (the other "
     "end of their pipe, socket or shared semaphore: harness.watch.waits)",
-    "worker_dormant": "value: [pid] of the workers that woke less than once a second",
+    "worker_dormant": "value: [pid] of the workers that woke less than once a second and neither ran nor waited to",
     "gpu_asked": "value: 1 when the program asked for a GPU (its command line names cuda), else 0",
 }
 

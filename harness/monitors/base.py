@@ -18,6 +18,8 @@ class MonitorResult:
     series: list[tuple[float, str, float]] = field(default_factory=list)
     # every process of the cell seen while sampling, so the runner can end escaped ones
     processes: dict[int, psutil.Process] = field(default_factory=dict)
+    # what the record's warnings should say of this monitor (an instrument that saw nothing)
+    warnings: list[str] = field(default_factory=list)
 
 
 class Monitor(Protocol):

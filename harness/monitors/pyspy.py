@@ -1,7 +1,11 @@
-"""py-spy, two ways: stack dumps of a hung cell's processes, and a sampled profile of one cell.
+"""py-spy, two ways: stack dumps of a hung cell's processes, and a sampled profile of one cell;
+and the one function that finds py-spy (`py_spy`), which every caller uses.
 
 Both use py-spy's own CLI (`py-spy dump`, `py-spy record`); nothing here samples stacks
-itself. py-spy reads another process's memory, so it needs ptrace permission: as root,
+itself. py-spy is looked for on PATH, then beside the running interpreter and beside the
+harness's own executable: a user who runs `VENV/bin/harness` without activating the venv
+has the py-spy that pip put in the same bin/, and PATH alone missed it (every cell had 0
+stack samples, and the terminal said only "0 samples"). py-spy reads another process's memory, so it needs ptrace permission: as root,
 or with `kernel.yama.ptrace_scope` 0 for processes of the same user, or a container run
 with `--cap-add SYS_PTRACE`. Where it cannot attach, the dump file says why and the cell
 is killed all the same.
@@ -9,8 +13,10 @@ is killed all the same.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -29,8 +35,32 @@ PTRACE_HINT = (
 )
 
 
+def py_spy_places() -> list[str]:
+    """Where py-spy is looked for after PATH: the running interpreter's folder (a venv's bin/,
+    not resolved: its python is a link to the base interpreter), the folder that link points
+    to, and the folder of the harness's own executable (sys.argv[0]: `VENV/bin/harness`)."""
+    places = [os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))]
+    if sys.argv and sys.argv[0] and os.sep in sys.argv[0]:
+        places.append(os.path.dirname(os.path.abspath(sys.argv[0])))
+    return [p for p in dict.fromkeys(places) if p]
+
+
 def py_spy() -> str | None:
-    return shutil.which("py-spy")
+    """py-spy's path: on PATH, else beside the interpreter or the harness (py_spy_places);
+    None when it is nowhere (`missing_py_spy()` says where it was looked for)."""
+    found = shutil.which("py-spy")
+    for place in py_spy_places():
+        found = found or shutil.which("py-spy", path=place)
+    return found
+
+
+def missing_py_spy() -> str:
+    """Why py-spy is missing and the fix, naming where it was looked for."""
+    where = ", ".join(py_spy_places())
+    return (
+        f"py-spy was not found on PATH nor beside the interpreter or the harness ({where}): install it into "
+        f"the environment the harness runs from ({sys.executable} -m pip install py-spy) or put it on PATH"
+    )
 
 
 def dump_stacks(procs: list[psutil.Process], store: RunStore, key: str) -> str | None:
@@ -43,7 +73,7 @@ def dump_stacks(procs: list[psutil.Process], store: RunStore, key: str) -> str |
     path.parent.mkdir(exist_ok=True)
     exe = py_spy()
     if exe is None:
-        sections = ["py-spy was not found on PATH, so no stacks were dumped (pip install py-spy)"]
+        sections = [f"no stacks were dumped: {missing_py_spy()}"]
     elif not procs:
         sections = ["no live process of the cell was found at the deadline"]
     else:

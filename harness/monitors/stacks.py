@@ -39,7 +39,7 @@ import psutil
 from harness.cell.processes import ask_death_signal, tree
 from harness.model.workshare import usable_cores
 from harness.monitors.base import MonitorResult, SamplingMonitor
-from harness.monitors.pyspy import PTRACE_HINT, py_spy
+from harness.monitors.pyspy import PTRACE_HINT, missing_py_spy, py_spy
 
 MIN_RATE_HZ = 1
 MAX_RATE_HZ = 100
@@ -99,7 +99,7 @@ class StacksMonitor(SamplingMonitor):
         self._retry_at: dict[int, float] = {}
         self._skipped: set[int] = set()  # not ours to sample (the harness's own cell process)
         self._gone: set[int] = set()  # ended: never sampled again
-        self.reason = None if self.exe else "py-spy was not found on PATH (pip install py-spy)"
+        self.reason = None if self.exe else missing_py_spy()
         self.launch_rate = float(max(2, usable_cores()))
         self._tokens = self.launch_rate
         self._last_pass = time.monotonic()

@@ -20,7 +20,10 @@ TCP, the connection whose local address is this one's remote (/proc/net/tcp, tcp
 shared futex, the other processes mapping the same file.
 
 The sampler limits itself like harness.monitors.procstat: its period stretches so that its
-own CPU stays under MAX_SHARE of a core.
+own CPU stays under MAX_SHARE of a core. It counts the sleeping threads it saw
+(`waits_asleep`) and those whose system call it could not read (`waits_unreadable`: reading
+/proc/PID/task/TID/syscall needs ptrace permission), so a reader that saw nothing says why
+(harness.monitors.blind).
 """
 
 from __future__ import annotations
@@ -313,6 +316,13 @@ class WaitsMonitor(SamplingMonitor):
         self.max_share = max_share
         self.samples = WaitSamples()
         self.cache = ProcCache()
+        self.asleep = 0  # sleeping threads seen over all passes ...
+        self.unreadable = 0  # ... and those whose system call could not be read
+        if not CALLS:
+            self.reason = f"the wait reader does not know the system calls of this machine ({platform.machine()})"
+
+    def begin(self, root_pid: int) -> bool:
+        return bool(CALLS)
 
     def sample(self) -> None:
         with contextlib.suppress(OSError, ValueError, IndexError):  # a process vanishing mid-read
@@ -367,6 +377,8 @@ class WaitsMonitor(SamplingMonitor):
             if state not in "SD":
                 continue  # stopped, traced, dead
             line = _read(f"/proc/{pid}/task/{tid}/syscall")
+            self.asleep += 1
+            self.unreadable += line is None  # no ptrace permission, or a kernel without the file
             wait = classify(pid, tid, line or "", self.cache) if line else None
             if wait is not None:
                 waits.append(wait)
@@ -402,5 +414,9 @@ class WaitsMonitor(SamplingMonitor):
             "waits_passes": len(self.samples.passes),
             **self.own_cost("waits_cpu_s", "waits_cpu_pct"),
             "waits_calls": dict(kinds),
+            "waits_asleep": self.asleep,
+            "waits_unreadable": self.unreadable,
         }
+        if self.reason:
+            metrics["waits_reason"] = self.reason
         return MonitorResult(metrics=metrics)

@@ -2,11 +2,13 @@
 terminal table and as a section of report.html (tables and a share-over-time chart).
 
 Reads only the record's metrics (`watch_roles`, `watch_procs`, the cost) and its series
-(`where_<role>_<category>`), so it works on any run directory, also later.
+(`where_<role>_<category>`), so it works on any run directory, also later; and says which
+instruments saw nothing, why and the fix (harness.monitors.blind), at the end of a run.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from harness.monitors import blind
 from harness.report import figures
 from harness.runs.record import Record
 
@@ -28,6 +31,17 @@ def watched(records: list[Record]) -> list[Record]:
 
 def _present(rows: dict[str, dict[str, Any]]) -> list[str]:
     return [c for c in CATEGORIES if any(float((row.get("pct") or {}).get(c, 0.0)) > 0 for row in rows.values())]
+
+
+def blind_lines(records: list[Record]) -> list[str]:
+    """The instruments that saw nothing (harness.monitors.blind), one line per reason, with
+    how many of the watched cell-repeats it was when there are several: the end of a sweep
+    or a watch says so, with the fix, instead of leaving an empty table to read as health."""
+    watched_ok = [r for r in records if "stacks_samples" in r.metrics or "waits_passes" in r.metrics]
+    counts = Counter(line for r in watched_ok for line in dict.fromkeys(blind.warnings(r.metrics)))
+    if len(watched_ok) <= 1:
+        return list(counts)
+    return [f"{line} (in {n} of {len(watched_ok)} cell-repeats)" for line, n in counts.items()]
 
 
 def cost_line(rec: Record) -> str:

@@ -207,6 +207,7 @@ class CellRunner:
             record.traceback = None
         for result in results:
             record.metrics.update(result.metrics)
+            record.warnings += result.warnings  # an instrument that saw nothing (harness.monitors.blind)
         if broken:
             harness_failed(record, f"the harness's monitors failed ({'; '.join(broken)})")
         note = written.warning()

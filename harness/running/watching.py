@@ -207,6 +207,7 @@ def watch(
     )  # fmt: skip
     for result in results:
         record.metrics.update(result.metrics)
+        warnings += result.warnings  # an instrument that saw nothing (harness.monitors.blind)
     watched = instruments.window()
     record.metrics.update({"wall_s": ended - t0, "measure_s": watched})
     if exit_code is not None:

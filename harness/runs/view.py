@@ -7,8 +7,9 @@ charts; the cells regrouped by the HTML page and again by the spread warnings. T
 of one run could then disagree. Here each fact has one function, and `RunView` holds what
 they give for a run: its cells, each suite's headline rate and the params that vary, the
 medians (CellGroup.spread, harness.runs.record), the repeats that disagree, and the
-findings once the diagnosis has filled them in. The terminal, CSV, markdown and HTML
-writers, `harness diagnose`, `harness history` and the progress line all read it.
+findings once the diagnosis has filled them in, and whether a rate may carry a verdict
+(`doubt`). The terminal, CSV, markdown and HTML writers, `harness diagnose`, `harness
+history` and the progress line all read it.
 """
 
 from __future__ import annotations
@@ -153,6 +154,12 @@ class RunView:
     def rate(self, cells: Sequence[CellGroup]) -> str | None:
         """The rate these cells are compared by (headline_rate over their records)."""
         return headline_rate(r for c in cells for r in c.records)
+
+    def doubt(self, cells: Sequence[CellGroup], rate: str | None) -> provenance.Doubt | None:
+        """What stands against these cells' `rate` carrying a verdict (harness.runs.provenance.
+        doubt): its check failed, its window held too few units, its reading is an unchecked
+        guess. The diagnosis holds every finding that rests on a rate to it."""
+        return provenance.doubt(rate, [r for c in cells for r in c.records])
 
     def scaling_groups(self) -> list[list[tuple[int, CellGroup]]]:
         """Cells that differ only in their worker count, each group sorted by it."""

@@ -8,7 +8,9 @@ and scheduling (harness.monitors.procstat), what blocked threads wait on
 (harness.monitors.waits), the torch hook (harness.monitors.torch_calls),
 rates in the log (harness.monitors.logrates). Their own CPU is summed into `watch_cpu_s`
 and `watch_cpu_pct` (% of one core over the time watched); the torch hook's time is spent
-inside the program and reported apart (`torch_hook_s`).
+inside the program and reported apart (`torch_hook_s`). An instrument that saw nothing
+(harness.monitors.blind: py-spy missing or not allowed, no sleeping thread's call readable)
+leaves a warning naming why and the fix.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.monitors import blind
 from harness.monitors.base import MonitorResult
 from harness.monitors.logrates import LogRatesMonitor, compile_pattern
 from harness.monitors.procstat import ProcStatMonitor
@@ -98,12 +101,13 @@ class Instruments:
         metrics.update(found)
         series += rows
         metrics.update(self._cost(metrics))
-        return MonitorResult(metrics=metrics, series=series, processes=processes)
+        return MonitorResult(metrics=metrics, series=series, processes=processes, warnings=blind.warnings(metrics))
 
     def _combine(self) -> tuple[dict[str, Any], list[tuple[float, str, float]]]:
         """Stacks, /proc and roles -> where the time went and the generic signals."""
         timelines = self._timelines()
         entries = _entries(timelines)
+        threads = {"stacks_threads": len(timelines)}  # threads py-spy's traces hold (none: it saw nothing)
         procs = self.procstat.procs
         known = {pid: roles.Proc(pid, p.ppid, p.cmdline, p.first_seen) for pid, p in procs.items()}
         assigned = roles.assign(known, entries)
@@ -111,9 +115,11 @@ class Instruments:
         sched = {key: t.samples for key, t in self.procstat.threads.items()}
         where = breakdown.build(edges, timelines, sched)
         metrics, series = signals.collect(where, procs, assigned, timelines, entries, sched, self.program)
-        wakeups = {int(pid): row.get("wakeups_hz", 1.0) for pid, row in metrics.get("watch_procs", {}).items()}
-        metrics.update(waits.metrics(self.waits.samples, assigned, wakeups))
-        return metrics, series
+        rows = {int(pid): row for pid, row in metrics.get("watch_procs", {}).items()}
+        wakeups = {pid: row["wakeups_hz"] for pid, row in rows.items() if "wakeups_hz" in row}
+        runnable = {pid: row["runnable_cores"] for pid, row in rows.items() if "runnable_cores" in row}
+        metrics.update(waits.metrics(self.waits.samples, assigned, wakeups, runnable))
+        return threads | metrics, series
 
     def window(self) -> float:
         """Seconds the instruments watched (start to stop)."""

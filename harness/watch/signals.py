@@ -24,6 +24,11 @@ from harness.watch.classify import BLOCKED, BUSY, CATEGORIES, GIL_WAIT, IPC, SLE
 from harness.watch.roles import IGNORED, MAIN, WORKERS
 
 PROCESS_TABLE_MAX = 64
+# The signals only the stacks give: absent when py-spy saw nothing (harness.monitors.blind).
+FROM_STACKS = (
+    "sleep_share", "sleep_process", "sleep_site", "gil_wait_share", "gil_threads", "gil_cpu_cores", "gil_process",
+    "ipc_share", "ipc_share_growth", "ipc_role", "ipc_site", "worker_wait_pct",
+)  # fmt: skip
 MIN_THIRD_BUSY_S = 0.2  # busy seconds a role needs in the first and last third to compare them
 MIN_GIL_BUSY_S = 0.5
 _CUDA = re.compile(r"\bcuda(:\d+)?\b", re.IGNORECASE)
@@ -43,6 +48,22 @@ def _rates(info: ProcInfo) -> dict[str, float]:
         "read_mb_s": (s[-1][2] - s[0][2]) / dt / 2**20,
         "write_mb_s": (s[-1][3] - s[0][3]) / dt / 2**20,
     }
+
+
+def _runnable_cores(info: ProcInfo, threads: Mapping[tuple[int, int], list[tuple[float, float, float, int]]]) -> float | None:
+    """Cores the process's threads ran or sat runnable in the run queue, on average over its
+    samples (schedstat): what it wanted, where its CPU is what it got. A worker that computes
+    without pause on a crowded machine gets a tenth of a core and wants a whole one (watched
+    beside 8 busy sessions on 2 cores: 0.10-0.12 cores got). None when its threads were not
+    read (over PER_THREAD_MAX of them) or it was sampled once."""
+    s = info.samples
+    if not info.threads_read or len(s) < 2 or s[-1][0] <= s[0][0]:
+        return None
+    wanted = 0.0
+    for (pid, _), samples in threads.items():
+        if pid == info.pid and len(samples) >= 2:
+            wanted += (samples[-1][1] + samples[-1][2]) - (samples[0][1] + samples[0][2])
+    return wanted / (s[-1][0] - s[0][0])
 
 
 def _write_size(info: ProcInfo) -> tuple[float, float, float] | None:
@@ -114,6 +135,9 @@ def collect(
     for line in timelines:
         by_pid.setdefault(line.pid, []).append(line)
     rates = {pid: _rates(info) for pid, info in procs.items()}
+    for pid, info in procs.items():
+        if rates[pid] and (runnable := _runnable_cores(info, threads)) is not None:
+            rates[pid]["runnable_cores"] = runnable
     window = float(breakdown.edges[-1] - breakdown.edges[0])
 
     # ------------------------------------------------------------ tables
@@ -219,6 +243,9 @@ def collect(
                 waiting[str(p)] = round(100.0 * float(arr[:, _WAIT_COLS].sum() / arr.sum()), 1)
         if waiting:
             metrics["worker_wait_pct"] = waiting
+        runnable = {str(p): round(100.0 * rates[p]["runnable_cores"], 2) for p in workers if "runnable_cores" in rates[p]}
+        if runnable:
+            metrics["worker_runnable_pct"] = runnable
         others = [p for p in program_pids if roles.get(p) != WORKERS]
         metrics["main_cpu_pct"] = 100.0 * sum(rates[p].get("cpu_cores", 0.0) for p in others)
         busiest = max(others, key=lambda p: rates[p].get("cpu_cores", 0.0), default=None)

@@ -29,13 +29,20 @@ from typing import Any
 from harness.model.stats import spread_summary
 from harness.monitors.waits import WaitSamples
 
+# The signals only the wait reader gives: absent when it read nothing (harness.monitors.blind).
+FROM_WAITS = ("watch_waits", "watch_waits_procs", "waits_on", "client_wait_share", "server_idle_share")
 MIN_ACTIVE_CORES = 0.02  # a holder that used less CPU than this is not who a process waits on
 ACTIVE_OF_TOP = 0.5  # of several holders, those within half the busiest one's CPU: the creator of a
 # semaphore (the suite's main, on 0.14 cores) holds it beside the server that posts it (0.32)
 MIN_EDGE_SHARE = 0.05  # edges under this share of a process's time are left out
 VIA = {"pipe": "a pipe", "socket": "a socket", "shm": "a shared semaphore or lock"}
-IDLE_BY_DESIGN = ("child", "sleep")
-DORMANT_HZ = 1.0  # a worker woken less often than this is not in a pipeline's loop  # a parent in join(), a timer: waits nobody can shorten
+IDLE_BY_DESIGN = ("child", "sleep")  # a parent in join(), a timer: waits nobody can shorten
+# a worker woken less often than this is not in a pipeline's loop ... unless it never sleeps at
+# all: a worker computing without pause makes no voluntary switch (two hogwild trainers read
+# 0.0 wake-ups/s at 100 % compute), so it is dormant only while it also wanted under
+# DORMANT_RUNNABLE_CORES of a core (ran or sat runnable: the kernel's schedstat)
+DORMANT_HZ = 1.0
+DORMANT_RUNNABLE_CORES = 0.05
 
 
 @dataclass(frozen=True)
@@ -184,15 +191,21 @@ def describe(edge: Mapping[str, Any]) -> str:
 
 
 def metrics(
-    samples: WaitSamples, roles: Mapping[int, str], wakeups: Mapping[int, float] | None = None
+    samples: WaitSamples,
+    roles: Mapping[int, str],
+    wakeups: Mapping[int, float] | None = None,
+    runnable: Mapping[int, float] | None = None,
 ) -> dict[str, Any]:
     """The record's view: `watch_waits` (the role edges, described); `waits_on` (what the
     workers wait on, for IDLE_WORKERS: the role and pids the largest edge of theirs leads
     to, and its median share); where workers and one server wait on each other, the
     pipeline's shares PIPELINE_BOUND reads (`client_wait_share`: the workers' median share
     blocked on the server, `server_idle_share`: the server's share blocked on the workers);
-    `worker_dormant`: workers that woke less than once a second (`wakeups`, pid -> Hz:
-    evaluation envs between evaluations, or workers never given work)."""
+    `worker_dormant`: workers that woke less than once a second (`wakeups`, pid -> Hz) while
+    they ran or waited to run under DORMANT_RUNNABLE_CORES (`runnable`, pid -> cores):
+    evaluation envs between evaluations, or workers never given work. A worker whose demand
+    was not read (too many threads, one sample) is not called dormant: its few wake-ups may be
+    a computation that never blocks."""
     from harness.watch.roles import IGNORED, SERVER, WORKERS
 
     program = [pid for pid, role in roles.items() if role not in IGNORED]
@@ -219,8 +232,11 @@ def metrics(
         if to_server and pids_of_role.get(SERVER):
             out["client_wait_share"] = to_server[0]["blocked"]["median"]
             out["server_idle_share"] = from_server[0]["blocked"]["median"] if from_server else 0.0
-    if wakeups is not None:
-        dormant = [p for p in pids_of_role.get(WORKERS, []) if wakeups.get(p, 1.0) < DORMANT_HZ]
+    if wakeups is not None and runnable is not None:
+        dormant = [
+            p for p in pids_of_role.get(WORKERS, [])
+            if wakeups.get(p, DORMANT_HZ) < DORMANT_HZ and runnable.get(p, DORMANT_RUNNABLE_CORES) < DORMANT_RUNNABLE_CORES
+        ]  # fmt: skip
         if dormant:
             out["worker_dormant"] = sorted(dormant)
     return out

@@ -92,3 +92,32 @@ def test_a_real_vector_envs_workers_wait_on_the_learner_through_their_sockets():
     found = edges(samples)
     learner = doc["root"]
     assert len(found) == 4 and all(e.peers == (learner,) and e.via == "socket" and e.share >= 0.8 for e in found)
+
+
+def test_a_worker_is_dormant_only_while_it_neither_wakes_nor_wants_a_cpu():
+    """Workers computing without pause make no voluntary switch: 0 wake-ups a second, all
+    their time runnable; harness watch called two such hogwild trainers dormant."""
+    from harness.monitors.waits import WaitSamples
+    from harness.watch.waits import metrics
+
+    computing, asleep, unknown = 11, 12, 13
+    samples = WaitSamples(passes=[(t, {p: (p == computing, []) for p in (computing, asleep, unknown)}) for t in range(5)])
+    roles = {computing: "workers", asleep: "workers", unknown: "workers"}
+    wakeups = {computing: 0.0, asleep: 0.0, unknown: 0.0}
+    found = metrics(samples, roles, wakeups, {computing: 0.998, asleep: 0.0})
+    assert found["worker_dormant"] == [asleep]  # its demand unread (too many threads): no claim
+    assert "worker_dormant" not in metrics(samples, roles, wakeups)  # nothing read of what they wanted
+
+
+@pytest.mark.slow
+def test_hogwild_workers_computing_without_pause_are_not_dormant_and_waiting_ones_are(tmp_path):
+    from tests.harness.test_watch import assert_named, assert_quiet, watch_pair
+
+    runs = watch_pair(tmp_path, "hogwild.py", ["dormant"], ["compute"], 5)
+    assert_named(runs["dormant"], "IDLE_WORKERS")
+    assert "2 of them woke less than once a second" in runs["dormant"][1]
+    assert_quiet(runs["compute"])
+    import json
+
+    metrics = json.loads((runs["compute"][2] / "cells.jsonl").read_text())["metrics"]
+    assert "worker_dormant" not in metrics and min(metrics["worker_runnable_pct"].values()) > 50

@@ -330,3 +330,25 @@ def test_idle_workers_beside_a_busy_server_name_the_server_first():
 )
 def test_the_watch_rules_stay_quiet_on_healthy_signals(metrics):
     assert rules_of(metrics) == []
+
+
+def test_a_worker_whose_stacks_wait_while_the_kernel_runs_it_is_not_idle():
+    """Stacks that read a wait (a C call on a line the classifier takes for one) against a
+    worker that wanted a whole core: the kernel has the last word."""
+    stacks = {"worker_wait_pct": {"1": 99.0, "2": 98.0}, "worker_cpu_pct": {"1": 12.0, "2": 13.0}, "log_iter_per_s": 50.0}
+    assert ("IDLE_WORKERS", "warning") in rules_of(stacks)  # what they got is no answer on a crowded machine
+    assert "IDLE_WORKERS" not in [r for r, _ in rules_of({**stacks, "worker_runnable_pct": {"1": 99.9, "2": 100.0}})]
+    unsampled = {"worker_cpu_pct": {"1": 3.0, "2": 4.0}, "log_iter_per_s": 50.0}  # no stacks: what they wanted
+    assert ("IDLE_WORKERS", "warning") in rules_of(unsampled)
+    assert "IDLE_WORKERS" not in [r for r, _ in rules_of({**unsampled, "worker_runnable_pct": {"1": 95.0, "2": 97.0}})]
+
+
+def test_what_a_process_wanted_is_what_its_threads_ran_and_queued():
+    from harness.monitors.procstat import ProcInfo
+    from harness.watch.signals import _runnable_cores
+
+    info = ProcInfo(7, 1, "p", [], None, 0.0, 10.0, samples=[(0.0, 0.0, 0, 0, 0, 0, 0), (10.0, 1.0, 0, 0, 0, 0, 0)])
+    threads = {(7, 70): [(0.0, 0.0, 0.0, 0), (10.0, 1.0, 9.0, 0)], (7, 71): [(0.0, 0.0, 0.0, 0), (10.0, 0.0, 0.0, 0)]}
+    assert _runnable_cores(info, threads) == 1.0  # ran 1 s, queued 9 s, of 10
+    info.threads_read = False  # over PER_THREAD_MAX threads: not read
+    assert _runnable_cores(info, threads) is None

@@ -1,4 +1,5 @@
-"""The diagnosis rules, one module each: `RULE` (its name), named thresholds, `check(view)`.
+"""The diagnosis rules, one module each: `RULE` (its name), `NEEDS` (the evidence its findings
+rest on: harness.diagnosis.needs), named thresholds, `check(view)`.
 
 A rule module's docstring says what it reads and when it fires; adding a rule is one new
 module here and one line in `RULES` (docs/architecture.md, "How to add a diagnosis rule").

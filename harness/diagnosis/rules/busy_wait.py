@@ -21,10 +21,12 @@ from __future__ import annotations
 from typing import Any
 
 from harness.diagnosis.findings import Finding, fmt
+from harness.diagnosis.needs import STACKS, Needs
 from harness.runs.record import CellGroup
 from harness.runs.view import RunView
 
 RULE = "BUSY_WAIT"
+NEEDS = Needs(instruments=(STACKS,))  # its sleep-poll symptom reads harness watch's stacks
 CPU_PER_WAIT_S = 0.05  # a waiting process burning >= 5 % of a core polls instead of blocking
 MIN_WAIT_S = 0.5
 WAIT_SHARE = 0.5

@@ -28,11 +28,13 @@ from __future__ import annotations
 import statistics
 
 from harness.diagnosis.findings import Finding, fmt
+from harness.diagnosis.needs import COMPARED, Needs
 from harness.model.stats import t_quantile
 from harness.runs.record import CellGroup
 from harness.runs.view import RunView
 
 RULE = "DRIFT"
+NEEDS = Needs(rate=COMPARED)
 SLOPE_PCT_PER_MIN = -2.0  # a slope below this ...
 SIGMAS = 2.0  # ... and this many standard errors from zero (Student's t where the error has few dof)
 T_EXACT_BELOW_DOF = 60  # t(60) at 95 % is 2.0: SIGMAS from there on
@@ -84,7 +86,7 @@ def check(view: RunView) -> list[Finding]:
         se = f" ± {fmt(w['se'])}" if w["se"] is not None else ""
         falls = f"{worst} falls {fmt(w['slope_pct_per_min'])} %/min{se} over the measured window"
         others = _others_rise(cell)
-        evidence = {"rates": drifting, "measure_s": measure_s, "cpu_others_rise_pct": others}
+        evidence = {"rate": worst, "rates": drifting, "measure_s": measure_s, "cpu_others_rise_pct": others}
         if others is not None:
             out.append(
                 Finding(

@@ -11,9 +11,11 @@ threads, no more CPU. Python threads help with waiting, not with computing.
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding, fmt
+from harness.diagnosis.needs import STACKS, Needs
 from harness.runs.view import RunView
 
 RULE = "GIL_BOUND"
+NEEDS = Needs(instruments=(STACKS,))
 WAIT_SHARE = 0.3
 MIN_THREADS = 1.5
 CAP_CORES = 1.3

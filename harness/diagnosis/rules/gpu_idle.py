@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from harness.diagnosis.findings import Finding
+from harness.diagnosis.needs import Needs
 from harness.runs.view import RunView
 
 RULE = "GPU_IDLE"
+NEEDS = Needs()
 IDLE_UTIL_PCT = 5.0
 REMEDY = (
     "build each worker's net on the device (spawn start method, .to(device) in the worker) or evaluate on one "

@@ -9,9 +9,11 @@ contexts instead of computing. Evidence adds `gpu_procs_peak` and `gpu_mem_peak_
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding
+from harness.diagnosis.needs import COMPARED, Needs
 from harness.runs.view import RunView
 
 RULE = "GPU_THRASH"
+NEEDS = Needs(rate=COMPARED)
 BUSY_UTIL_PCT = 90.0
 PER_WORKER_RATIO = 0.5
 REMEDY = "share one net per GPU (an inference server batching every worker's requests)"

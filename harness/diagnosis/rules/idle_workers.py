@@ -2,14 +2,19 @@
 progress: work is lost in the split (the classic `total // workers` that gives every
 worker 0 units once workers > total) or the workers wait on one bottleneck.
 
-Reads `worker_wait_pct` ({pid: % of its sampled time blocked or asleep}, from stacks) and
-`worker_cpu_pct` ({pid: % of one core}) of each worker process (harness watch's roles), and
-for progress the cell's headline rate (a rate the program logs) or `main_cpu_pct` (the
-other processes' CPU). A worker is idle when its stacks wait at least IDLE_WAIT_PCT of the
-time, or, where it has no stacks, when it uses less than IDLE_CPU_PCT of a core: stacks
-first, because on a crowded machine a busy worker gets little CPU too, but its stack is in
-its work. Fires with at least MIN_WORKERS workers, at least IDLE_SHARE of them idle, while
-the headline rate is above zero or main_cpu_pct >= BUSY_MAIN_PCT.
+Reads `worker_wait_pct` ({pid: % of its sampled time blocked or asleep}, from stacks),
+`worker_cpu_pct` ({pid: % of one core}) and `worker_runnable_pct` ({pid: % of a core it ran
+or sat runnable: what it wanted}) of each worker process (harness watch's roles), and for
+progress the cell's headline rate (a rate the program logs) or `main_cpu_pct` (the other
+processes' CPU). A worker is idle when its stacks wait at least IDLE_WAIT_PCT of the time,
+or, where it has no stacks, when it wants (else uses) less than IDLE_CPU_PCT of a core:
+stacks first, because on a crowded machine a busy worker gets little CPU too, but its stack
+is in its work. The kernel has the last word: a worker that wanted at least
+CONTRADICT_PCT of a core (or used it, where its demand is unknown) is not idle whatever its
+stacks say (a C call on a line the classifier takes for a wait, a main thread blocked while
+its own threads compute). Fires with at least MIN_WORKERS workers, at least IDLE_SHARE of
+them idle, while the headline rate is above zero or main_cpu_pct >= BUSY_MAIN_PCT; the rate
+is only a sign of progress, so a doubted one marks the finding (NEEDS) instead of refusing it.
 
 Where the busiest other process is a server beside the workers (`waited_on`, harness
 watch's roles) using at least BUSY_MAIN_PCT of a core, the finding names it first: workers
@@ -23,13 +28,17 @@ socket or shared semaphore), the finding names that process and drops the altern
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding, fmt
+from harness.diagnosis.needs import PROGRESS, Needs
 from harness.model.stats import spread_summary
 from harness.runs.view import RunView
 
 RULE = "IDLE_WORKERS"
+NEEDS = Needs(rate=PROGRESS)  # the rate says only that the program progressed
 MIN_WORKERS = 2
 IDLE_WAIT_PCT = 90.0
 IDLE_CPU_PCT = 5.0
+# a worker whose stacks wait 90 % of the time cannot want half a core: the kernel contradicts them
+CONTRADICT_PCT = 50.0
 IDLE_SHARE = 0.5
 BUSY_MAIN_PCT = 50.0
 LIST_MAX = 8  # more workers than this: their CPU as count, quantiles and extremes, not pid by pid
@@ -48,13 +57,10 @@ def check(view: RunView) -> list[Finding]:
         workers = cell.first(name)
         if not isinstance(workers, dict) or len(workers) < MIN_WORKERS:
             continue
-        waits = cell.first(words.signal("worker_wait_pct"))
-        waits = waits if isinstance(waits, dict) else {}
-        loads = {pid: float(v) for pid, v in workers.items() if isinstance(v, int | float)}
-        idle = [
-            pid for pid, cpu in loads.items()
-            if (float(waits[pid]) >= IDLE_WAIT_PCT if pid in waits else cpu < IDLE_CPU_PCT)
-        ]  # fmt: skip
+        waits = _numbers(cell.first(words.signal("worker_wait_pct")))
+        wanted = _numbers(cell.first(words.signal("worker_runnable_pct")))
+        loads = _numbers(workers)
+        idle = [pid for pid, cpu in loads.items() if _idle(waits.get(pid), wanted.get(pid, cpu))]
         if not loads or len(idle) < IDLE_SHARE * len(loads):
             continue
         rate = view.rate([cell])
@@ -81,7 +87,7 @@ def check(view: RunView) -> list[Finding]:
         if rate_value:
             progress = f"while it reports {fmt(rate_value)} {rate}"
         elif main is not None and main >= BUSY_MAIN_PCT:
-            progress = f"while its other processes use {fmt(main)} % of a core"
+            progress, rate = f"while its other processes use {fmt(main)} % of a core", None
         else:
             continue
         asleep = [p for p in idle if p in dormant]
@@ -99,10 +105,26 @@ def check(view: RunView) -> list[Finding]:
                     name: workers if len(workers) <= LIST_MAX else spread_summary(list(loads.values())),
                     "idle_workers": len(idle),
                     "workers": len(loads),
-                    rate or "rate": rate_value,
+                    "rate": rate,  # the progress it rests on (None: the other processes' CPU)
+                    **({rate: rate_value} if rate else {}),
                     "main_cpu_pct": main,
                     "waited_on": waited,
                 },
             )
         )
     return out
+
+
+def _numbers(value: object) -> dict[str, float]:
+    """A {pid: number} signal as floats (anything else: empty)."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(pid): float(v) for pid, v in value.items() if isinstance(v, int | float)}
+
+
+def _idle(waiting_pct: float | None, wanted_pct: float) -> bool:
+    """Idle by its stacks unless the kernel says it wanted CONTRADICT_PCT of a core; without
+    stacks, by what it wanted (or used) of a core."""
+    if waiting_pct is not None:
+        return waiting_pct >= IDLE_WAIT_PCT and wanted_pct < CONTRADICT_PCT
+    return wanted_pct < IDLE_CPU_PCT

@@ -7,9 +7,11 @@ is `total // workers` per worker: 100 iterations over 128 workers run none.
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding
+from harness.diagnosis.needs import Needs
 from harness.runs.view import RunView
 
 RULE = "LOST_WORK"
+NEEDS = Needs()  # counts of work done and asked for, not a rate
 
 
 def check(view: RunView) -> list[Finding]:

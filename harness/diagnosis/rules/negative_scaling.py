@@ -13,12 +13,14 @@ so, with the job's totals (the rate times its ranks) beside the rates compared.
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding, fmt
+from harness.diagnosis.needs import COMPARED, Needs
 from harness.model.stats import ratio_of_medians, verdict
 from harness.runs.provenance import world_size
 from harness.runs.record import CellGroup
 from harness.runs.view import RunView
 
 RULE = "NEGATIVE_SCALING"
+NEEDS = Needs(rate=COMPARED)
 TOLERANCE = 0.05  # with repeats: the interval's upper end must lie below 1 - this
 MARGIN = 0.15  # single repeats: the ratio must lie below 1 - this
 REMEDY = "more workers only add contention (the GIL for threads, IPC, cores)"

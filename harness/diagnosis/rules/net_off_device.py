@@ -12,10 +12,12 @@ are GPU_IDLE's business and are left alone.
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding
+from harness.diagnosis.needs import Needs
 from harness.diagnosis.rules.gpu_idle import worker_devices
 from harness.runs.view import RunView
 
 RULE = "NET_OFF_DEVICE"
+NEEDS = Needs()
 REMEDY = (
     "create the net (and its inputs) on the device in every process that runs it (model.to(device) after the "
     "worker starts; with CUDA use the spawn start method), and fail loudly instead of falling back to the CPU"

@@ -7,11 +7,13 @@ against run.json's `cpu_cores`; a suite not installed here counts its worker par
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding
+from harness.diagnosis.needs import Needs
 from harness.errors import UserError
 from harness.model.registry import get_suite
 from harness.runs.view import RunView
 
 RULE = "OVERSUBSCRIBED"
+NEEDS = Needs()
 
 
 def check(view: RunView) -> list[Finding]:

@@ -23,9 +23,11 @@ suite's, naming its knobs, else a generic one):
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding
+from harness.diagnosis.needs import WAITS, Needs
 from harness.runs.view import RunView
 
 RULE = "PIPELINE_BOUND"
+NEEDS = Needs(instruments=(WAITS,))  # harness watch's shares come from the wait reader
 # a side that waits half the time or more is held up by the other, while the other waits
 # less than a fifth of it; the self-play server cells of docs/records/2026-11-25-inference-server.md
 # (a 6x64 net on about one core) read server idle 0-0.20 and clients waiting 0.95-0.99, its

@@ -18,9 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from harness.diagnosis.findings import Finding, fmt
+from harness.diagnosis.needs import STACKS, Needs
 from harness.runs.view import RunView
 
 RULE = "SERIALIZATION"
+NEEDS = Needs(instruments=(STACKS,))
 IPC_SHARE = 0.15
 SIZE_GROWTH = 1.5
 SHARE_GROWTH = 1.0

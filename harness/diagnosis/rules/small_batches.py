@@ -8,9 +8,11 @@ SHARE of the limit. The remedy is the suite's (its knobs), else a generic one.
 from __future__ import annotations
 
 from harness.diagnosis.findings import Finding, fmt
+from harness.diagnosis.needs import Needs
 from harness.runs.view import RunView
 
 RULE = "SMALL_BATCHES"
+NEEDS = Needs()
 SHARE = 0.25
 REMEDY = "more requests in flight per batch (more workers, more items per request) or a longer gather deadline"
 
