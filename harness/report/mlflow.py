@@ -69,8 +69,13 @@ def export(run_dir: Path, out: str | Path, metrics: list[str] | None = None) -> 
         )
     skipped: list[str] = []
     parent = _parent(client, experiment, found, Path(run_dir))
-    for run in found.runs:
-        _child(client, entities, experiment, parent, run, Path(run_dir), skipped)
+    try:
+        for run in found.runs:
+            _child(client, entities, experiment, parent, run, Path(run_dir), skipped)
+    except BaseException:  # a half export says so: FAILED, and a second export names it to delete
+        client.set_tag(parent, "mlflow.note.content", "the export stopped part way: delete this run and export again")
+        client.set_terminated(parent, "FAILED")
+        raise
     client.set_terminated(parent, "FINISHED", end_time=_ms(unix_seconds(found.meta.get("ended"))))
     return len(found.runs), sorted(set(skipped))
 

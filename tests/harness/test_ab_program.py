@@ -1,7 +1,8 @@
 """`harness ab REV -- python prog.py` in a user's own repository, where prog.py only logs
 `Iteration N (X iter/s)`, run as the GitHub Action runs it (action/ab.sh, in a shallow clone
 that must fetch its base): a planted 30 % slowdown is a regression (exit 1, the table in the
-job summary), the same code is not (exit 0). Kept short: 80 % confidence, one measured pair a
+job summary), the same code is not one (exit 0: decided, or undecided at the budget on a loaded
+machine, which the action passes and says). Kept short: 80 % confidence, one measured pair a
 block and no warm-up pair (~25 s each). Run one after the other: side by side, each A/B's
 slices are noisier and the identical one needed twice the blocks."""
 
@@ -89,5 +90,8 @@ def test_ab_of_a_users_program_that_only_logs_its_iterations(tmp_path):
     assert (Path(outputs["dir"]) / "ab.json").is_file()
     same, summary, outputs = action(clone, "HEAD", tmp_path, "same")
     assert same.returncode == 0, same.stdout + same.stderr
-    assert outputs["verdict"] == "no regression" and outputs["exit-code"] == "0", summary
-    assert summary.startswith("## harness ab: no regression (exit 0)") and "| regression |" not in summary
+    assert "| regression |" not in summary and outputs["verdict"] != "regression", summary
+    if outputs["verdict"] == "undecided":  # a loaded machine (load 15 here once: 0.850 [0.656, 1.345]
+        assert "passing (fail-on-undecided: true fails it)" in summary  # after 90 s): it passes, said so
+    else:
+        assert outputs["verdict"] == "no regression" and summary.startswith("## harness ab: no regression (exit 0)")
