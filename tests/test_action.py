@@ -38,8 +38,7 @@ def test_the_guide_documents_every_input_and_output_and_the_readme_shows_the_ste
     assert not missing, f"docs/guide/ab-and-gates.md has no row for {missing}"
     readme = (ROOT / "README.md").read_text()
     block = re.search(r"```yaml\n(.*?)```", readme[readme.index("## Gate your own repository in CI") :], re.S)
-    workflow = yaml.safe_load(block.group(1))
-    steps = next(iter(workflow["jobs"].values()))["steps"]
+    steps = yaml.safe_load(block.group(1))  # a job's steps, to paste under `steps:`
     (step,) = [s for s in steps if "selfplay-harness" in s.get("uses", "")]
     assert set(step["with"]) <= set(ACTION["inputs"]) and "command" in step["with"]
     checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout"))

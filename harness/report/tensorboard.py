@@ -63,7 +63,7 @@ def export(run_dir: Path, out: Path, metrics: list[str] | None = None) -> tuple[
         staging.rename(out)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
-        raise StorageError.from_os(exc, None, "the TensorBoard export") from None
+        raise StorageError.from_os(exc, exc.filename or out, "the TensorBoard export") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
