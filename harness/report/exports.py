@@ -23,6 +23,7 @@ from harness.errors import UserError
 
 if TYPE_CHECKING:
     from harness.runs.record import Record
+    from harness.runs.view import RunView
 
 Exporter = Callable[[Path, Any, list[str] | None], tuple[int, list[str]]]  # out: a Path, or --mlflow's URI
 
@@ -74,6 +75,7 @@ def measurements(run_dir: Path, metrics: list[str] | None) -> tuple[dict[str, An
 
 
 Param = str | float | bool  # a param's value as training dashboards take it
+SERIES = "series/"  # a series' name in a training dashboard: series/<metric>, beside the metric's own
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ class CellRepeat:
 
     @property
     def benchmark(self) -> str:
-        """ "suite[label]": the cell, as every report names it."""
+        """The cell as every report names it, `suite[label]`."""
         return f"{self.record.suite}[{self.label}]"
 
     @property
@@ -167,7 +169,7 @@ def matrix(run_dir: Path, metrics: list[str] | None) -> Matrix:
     return Matrix(meta, runs, judged_by(view, wanted), Path(run_dir).resolve().name)
 
 
-def judged_by(view: Any, wanted: set[str] | None) -> list[str]:
+def judged_by(view: RunView, wanted: set[str] | None) -> list[str]:
     """The metrics a training dashboard compares the matrix by, in the suites' order: each
     suite's headline rate (harness.runs.view), its other declared rates and its quality
     metrics, those that some ok repeat measured; or the --metric list."""

@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
-from harness.report.exports import CellRepeat, Matrix, matrix
+from harness.report.exports import SERIES, CellRepeat, Matrix, matrix
 from harness.runs.files import make_dirs
 from harness.runs.store import unix_seconds
 
 INSTALL = "pip install 'selfplay-harness[mlflow]'"
-SERIES = "series/"
 ARTIFACTS = ("report.html", "summary.csv", "summary.md", "run.json")
 MAX_PARAM = 6000  # characters MLflow keeps of a param's value
 STORE_FILE = "mlflow.db"

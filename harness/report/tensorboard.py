@@ -32,9 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import StorageError, UserError
-from harness.report.exports import CellRepeat, Matrix, Param, matrix
+from harness.report.exports import SERIES, CellRepeat, Matrix, Param, matrix
 
-SERIES = "series/"
 SUMMARY = "summary/"
 INSTALL = "pip install 'selfplay-harness[logs]'  (tensorboardX, and tensorboard to view it)"
 
