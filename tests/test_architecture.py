@@ -108,7 +108,8 @@ def test_the_cycle_finder_finds_a_planted_cycle():
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
     ("model",),
-    ("cell", "probe", "readers", "program"),
+    ("cell",),  # inside a cell: the child's entry point and the Probe it makes (cell/probe.py)
+    ("probe", "readers", "program"),  # the suites' facade over cell/ and model/; the command suite
     ("runs",),
     ("monitors", "watch"),
     ("running",),

@@ -69,14 +69,24 @@ def test_the_suites_page_names_every_suite_and_every_spec():
     assert not missing, f"docs/guide/suites.md does not name: {missing}"
 
 
+# Exports that need an extra, and whose writing their own tests check (tests/harness/
+# test_exports_training.py, test_exports_dashboards.py): MLflow's store takes seconds to create.
+NEEDS = {"tensorboard": "tensorboardX", "mlflow": "mlflow"}
+
+
 def test_every_export_has_its_flag_and_writes_a_file(cli, tmp_path):
+    import importlib.util
+
     help_text = cli("export", "--help").output
     run = make_run(tmp_path / "run", cells())
     for name in EXPORTS:
         assert f"--{name.replace('_', '-')}" in help_text, name
-        out = tmp_path / f"{name}.json"
+        if name == "mlflow" or (name in NEEDS and importlib.util.find_spec(NEEDS[name]) is None):
+            continue
+        out = tmp_path / f"{name}.out"
         count, _ = exporter(name)(run, out, None)
-        assert count > 0 and out.is_file() and out.stat().st_size > 0
+        written = [out] if out.is_file() else [p for p in out.rglob("*") if p.is_file()]
+        assert count > 0 and written and all(p.stat().st_size > 0 for p in written), name
 
 
 @pytest.mark.slow
@@ -148,10 +158,10 @@ def test_the_readme_is_a_tour_and_the_benchmarks_page_holds_current_figures_with
     """Issue 32's bounds: a README read in minutes, a benchmarks page of the figures that
     stand (every area names its date and links its record; the notes live in docs/records/)."""
     readme = (ROOT / "README.md").read_text().splitlines()
-    assert len(readme) <= 170, len(readme)
+    assert len(readme) <= 190, len(readme)  # 170, and issue 46's two copy-paste blocks (the action, the exports)
     assert any("harness sweep" in line for line in readme[:40]) and any("pytest" in line for line in readme[:40])
     page = (ROOT / "docs" / "benchmarks.md").read_text()
-    assert len(page.splitlines()) <= 360, "the issue asks for about 300 lines: move superseded figures to their record"
+    assert len(page.splitlines()) < 320, "issues 32 and 46: under 320 lines; move superseded figures to their record"
     areas = re.split(r"^## ", page, flags=re.MULTILINE)[1:]
     for area in areas:
         title = area.splitlines()[0]

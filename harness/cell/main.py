@@ -19,14 +19,15 @@ import traceback
 from typing import Any, NoReturn
 
 from harness.cell import messages
+from harness.cell.probe import Probe
 from harness.cell.processes import die_with_owner
 from harness.cell.steady import DEFAULT_CAP_S, Steady
 from harness.cell.targets import DEFAULT_EVERY_S, Target
 from harness.errors import UserError
 from harness.model.params import validate
 from harness.model.registry import ready_suite
+from harness.model.suite import Suite, SuiteError
 from harness.model.workshare import resolve_workers
-from harness.probe import Probe, Suite, SuiteError
 
 TRACEBACK_LINES = 12
 # The exit code of a child that could not write its result stream (a full disk, a read-only

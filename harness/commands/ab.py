@@ -154,10 +154,11 @@ def main(
     directory of its own (run.json, ab.json); the exit code of its decisions."""
     from harness.ab.experiment import exit_code
     from harness.ab.revisions import repo_root, sides
-    from harness.commands.ab_run import AB_JSON, check_sliceable, run_ab, side_facts
-    from harness.report.ab import render_ab
+    from harness.commands.ab_run import AB_JSON, AB_MD, check_sliceable, run_ab, side_facts
+    from harness.report.ab import markdown, render_ab
     from harness.running import metadata
     from harness.running.matrix import Spec, apply_overrides, expand, load_spec
+    from harness.runs.files import write_atomic
     from harness.runs.store import RunStore, utc_now
 
     spec = apply_overrides(load_spec(spec_path) if spec_path is not None else Spec(), overrides)
@@ -179,7 +180,9 @@ def main(
         store = RunStore.create(out, f"ab-{spec.label}" if spec.label else "ab", meta)
         results = run_ab(cells, base, cand, store.root, opts, quiet)
         store.update_meta(ended=utc_now(), state="finished")
-    render_ab(results, f"A/B: candidate {cand.describe()} / base {base.describe()}")
+    title = f"A/B: candidate {cand.describe()} / base {base.describe()}"
+    render_ab(results, title)
+    write_atomic(store.root / AB_MD, markdown(results, title, opts), "the A/B's markdown table")
     code = exit_code(results)
-    print(f"ab: exit {code}; written: {store.root / AB_JSON}")
+    print(f"ab: exit {code}; written: {store.root / AB_JSON}, {store.root / AB_MD}")
     return code

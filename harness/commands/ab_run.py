@@ -19,6 +19,7 @@ from harness.runs.files import write_json_atomic
 from harness.runs.store import utc_now
 
 AB_JSON = "ab.json"
+AB_MD = "ab.md"  # harness ab's table as markdown (harness.report.ab.markdown)
 
 
 def check_sliceable(cells: list[Cell]) -> list[tuple[Cell, str]]:

@@ -1,4 +1,5 @@
-"""An A/B's results (harness.ab.experiment.CellAB) as progress lines and a terminal table."""
+"""An A/B's results (harness.ab.experiment.CellAB) as progress lines, a terminal table and
+markdown (ab.md beside ab.json: what a CI job summary or a pull-request comment shows)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.ab.experiment import CellAB
+from harness.ab.experiment import EXIT_OK, EXIT_REGRESSION, ABOptions, CellAB, exit_code
+from harness.report.markdown import md
 from harness.report.terminal import console_for_stdout
 
 STYLE = {"regression": "bold red", "error": "bold red", "undecided": "yellow", "ok": ""}
@@ -59,3 +61,28 @@ def render_ab(results: list[CellAB], title: str, console: Console | None = None)
     for row, result in zip(rows(results), results, strict=True):
         table.add_row(*(escape(x) for x in row), style=STYLE.get(result.decision) or None)
     console.print(table)
+
+
+VERDICTS = {EXIT_OK: "no regression", EXIT_REGRESSION: "regression"}  # else undecided
+
+
+def markdown(results: list[CellAB], title: str, opts: ABOptions) -> str:
+    """The A/B as markdown: its verdict (the exit code's), the table the terminal prints (its
+    cells escaped as summary.md's), and how to read it."""
+    code = exit_code(results)
+    verdict = VERDICTS.get(code, "undecided")
+    lines = [
+        f"## harness ab: {verdict} (exit {code})",
+        "",
+        f"{title}; tolerance {100 * opts.tolerance:g} %, confidence {100 * (1 - opts.alpha):g} %, "
+        f"budget {opts.budget_s:g} s per cell.",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
+        *("| " + " | ".join(md(x) for x in row) + " |" for row in rows(results)),
+        "",
+        "A regression: the anytime-valid interval of the median block's candidate/base lies wholly below "
+        "1 - tolerance. Undecided: the budget ran out before the interval cleared the tolerance either way "
+        "(a noisy machine, or a difference near the tolerance).",
+    ]
+    return "\n".join(lines) + "\n"

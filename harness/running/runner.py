@@ -43,7 +43,7 @@ from harness.running import interrupts
 from harness.running.cell_log import DEFAULT_CAP_MB, CellLog
 from harness.running.matrix import Cell
 from harness.runs.record import HARNESS_ERROR, Record
-from harness.runs.series import write_series
+from harness.runs.series import SERIES_ORIGIN, write_series
 from harness.runs.store import RunStore, utc_now
 
 # Called at a deadline, before anything is killed, with the cell's live processes and the
@@ -218,6 +218,7 @@ class CellRunner:
         series_path = self.store.series_path(key)
         if write_series(series_path, stream, results):
             record.series = self.store.relative(series_path)
+            record.extra[SERIES_ORIGIN] = stream.start_wall
         scratch.unlink(missing_ok=True)
 
     def _no_result(self, record: Record, code: int, stream: ChildStream, scratch: Path, log: CellLog) -> None:

@@ -38,7 +38,7 @@ from harness.running.cell_log import DEFAULT_CAP_MB, CellLog
 from harness.running.matrix import Cell, cell_id
 from harness.running.runner import WATCH_DIR
 from harness.runs.record import Record
-from harness.runs.series import write_series
+from harness.runs.series import SERIES_ORIGIN, write_series
 from harness.runs.store import RunStore, utc_now
 from harness.watch.instruments import Instruments, WatchOptions
 
@@ -233,6 +233,7 @@ def watch(
     series_path = store.series_path(f"{cell.id}-0")
     if write_series(series_path, ChildStream(start_wall=t0), results):
         record.series = store.relative(series_path)
+        record.extra[SERIES_ORIGIN] = t0
     store.append(record)
     store.update_meta(state="interrupted" if interrupted else "finished", ended=utc_now())
     return store, record

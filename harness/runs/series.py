@@ -1,16 +1,23 @@
 """A cell-repeat's time series, series/<id>-<repeat>.csv: tidy rows (t_s, phase, metric,
 value) from what the child said (harness.cell.messages) and what the parent's monitors
-sampled, on one clock: seconds since the child's probe started."""
+sampled, on one clock: seconds since the child's probe started. The wall-clock time of that
+start is kept on the record (SERIES_ORIGIN), so an export can put each row on the wall clock."""
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.cell.messages import ChildStream
 from harness.runs.files import replacing
+from harness.runs.store import unix_seconds
+
+if TYPE_CHECKING:
+    from harness.runs.record import Record
+
+SERIES_ORIGIN = "series_start_unix"  # record.extra: Unix seconds at the series' t_s = 0
 
 
 class Sampled(Protocol):
@@ -51,3 +58,14 @@ def write_series(path: Path, stream: ChildStream, monitors: Iterable[Sampled]) -
         writer.writerow(["t_s", "phase", "metric", "value"])
         writer.writerows((f"{t:.3f}", phase, name, value) for t, phase, name, value in rows)
     return True
+
+
+def series_origin(record: Record) -> tuple[float, bool] | None:
+    """(Unix seconds at the series' t_s = 0, exact?): the probe's start as the child said it,
+    or, for a record written before that was kept, the cell's start in whole seconds (the
+    interpreter's start-up, under a second or two, lies between the two). None: no clock."""
+    kept = record.extra.get(SERIES_ORIGIN)
+    if isinstance(kept, int | float) and not isinstance(kept, bool):
+        return float(kept), True
+    started = unix_seconds(record.started)
+    return (started, False) if started is not None else None

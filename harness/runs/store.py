@@ -33,6 +33,16 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def unix_seconds(stamp: str | None) -> float | None:
+    """A time utc_now() wrote (`2026-11-26T14:35:56Z`) as Unix seconds; None if there is none."""
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 class RunStore:
     def __init__(self, root: Path) -> None:
         self.root = root

@@ -76,7 +76,7 @@ def test_the_floor_holds_a_settled_rate_back_and_fixed_warmup_stays():
 def test_the_warm_up_judges_once_a_period_not_on_every_call(monkeypatch):
     """A suite may call should_stop() per env step; judging the rise on every call cost
     the actor-learner ~30 % of its warm-up rate, which a time-sliced A/B then measured."""
-    import harness.probe as probe_module
+    import harness.cell.probe as probe_module
 
     judged = []
     real = probe_module.settled
