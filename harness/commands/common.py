@@ -65,6 +65,8 @@ def finish_report(store: RunStore, records: list[Record], quiet: bool) -> list[F
         where.render(view.records, console_for_stdout())
     findings = view.findings or []
     print_findings(findings, quiet)
+    for line in view.refused_lines():
+        print(line)
     for line in where.blind_lines(records):  # an empty table must not read as health
         print(f"warning: {line}")
     failed = sum(not r.ok for r in records)

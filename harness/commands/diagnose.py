@@ -32,11 +32,14 @@ def diagnose(
     if fail_on is not None and fail_on not in FAIL_ON:
         raise UserError(f"--fail-on {fail_on!r}: allowed {', '.join(FAIL_ON)} (a finding at or above it exits 1)")
     store = RunStore.open(run_dir)
-    findings = run_view(store, store.records()).findings or []
+    view = run_view(store, store.records())
+    findings = view.findings or []
     if json_:
         print(json.dumps([f.to_json() for f in findings], indent=2, default=str))
     else:
         render_findings(findings)
+    for line in view.refused_lines():  # the rules whose evidence failed: on stderr, the JSON stays a list
+        print(line, file=sys.stderr if json_ else sys.stdout)
     if fail_on is None:
         return 0
     failing = [f for f in findings if severity_rank(f.severity) <= severity_rank(fail_on)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from harness.diagnosis.findings import SEVERITY_ORDER, Finding, severity_rank
-from harness.diagnosis.needs import judged
+from harness.diagnosis.needs import sift
 from harness.diagnosis.rules import RULES
 from harness.runs.record import Record
 from harness.runs.view import RunView, build_view
@@ -24,7 +24,13 @@ __all__ = ["Finding", "RULES", "RunView", "SEVERITY_ORDER", "diagnose"]
 def diagnose(run: RunView | Iterable[Record], meta: dict | None = None) -> list[Finding]:
     """Every rule over a run (its view, or its records with run.json's `meta`, which gives
     the core count), each finding held to the evidence its rule needs (harness.diagnosis.needs:
-    refused, or marked doubted in its first line), most severe first."""
+    refused, or marked doubted in its first line), most severe first. Given a view, the
+    refused ones are kept on it (`view.refused`: the rules that could not judge, and why)."""
     view = run if isinstance(run, RunView) else build_view(run, meta)
-    findings = [f for rule in RULES for f in judged(rule, view)]
+    findings, refused = [], []
+    for rule in RULES:
+        kept, turned_down = sift(rule, view)
+        findings += kept
+        refused += turned_down
+    view.refused = refused
     return sorted(findings, key=lambda f: severity_rank(f.severity))

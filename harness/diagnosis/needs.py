@@ -33,7 +33,7 @@ from harness.runs.view import RunView
 COMPARED, PROGRESS = "compared", "progress"
 DOUBTED = "doubted"
 
-__all__ = ["COMPARED", "DOUBTED", "PROGRESS", "STACKS", "WAITS", "Needs", "judge", "judged", "needs_of"]
+__all__ = ["COMPARED", "DOUBTED", "PROGRESS", "STACKS", "WAITS", "Needs", "Refusal", "judge", "judged", "needs_of", "sift"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,24 @@ class Needs:
     instruments: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A finding its evidence could not carry: the rule, the cells, and why it was not
+    judged. Printed as `not judged` beside the findings: "unknown" is an answer, and a rule
+    that stayed silent because its evidence failed is not a rule that found nothing."""
+
+    rule: str
+    cells: tuple[str, ...]
+    why: str
+
+    def line(self) -> str:
+        cells = ", ".join(self.cells[:6]) + (f" +{len(self.cells) - 6} more" if len(self.cells) > 6 else "")
+        return f"not judged: {self.rule} [{cells}]: {self.why}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"rule": self.rule, "cells": list(self.cells), "why": self.why}
+
+
 def needs_of(rule: Callable[[RunView], list[Finding]]) -> Needs:
     """The `NEEDS` its rule module declares (tests/test_docs.py holds that every one does)."""
     return importlib.import_module(rule.__module__).NEEDS
@@ -51,17 +69,24 @@ def needs_of(rule: Callable[[RunView], list[Finding]]) -> Needs:
 
 def judge(finding: Finding, needs: Needs, view: RunView) -> Finding | None:
     """The finding as its evidence allows: itself, marked doubted, or None (refused)."""
+    kept = weigh(finding, needs, view)
+    return kept if isinstance(kept, Finding) else None
+
+
+def weigh(finding: Finding, needs: Needs, view: RunView) -> Finding | Refusal:
+    """The finding as its evidence allows: itself, marked doubted, or why it was refused."""
     cells = [c for c in view.cells if c.id in finding.cells]
     for name in needs.instruments:
-        if any(name in blind(rec.metrics) for cell in cells for rec in cell.ok):
-            return None  # it rests on an instrument that saw nothing
+        reasons = [why for cell in cells for rec in cell.ok if (why := blind(rec.metrics).get(name))]
+        if reasons:  # it rests on an instrument that saw nothing
+            return Refusal(finding.rule, tuple(finding.cells), f"it rests on {name}, which saw nothing: {reasons[0]}")
     doubts = []
     if needs.rate is not None:
         rate = finding.evidence["rate"] if "rate" in finding.evidence else view.rate(cells)
         found = view.doubt(cells, rate)
         if found is not None:
             if found.refuse and needs.rate == COMPARED:
-                return None
+                return Refusal(finding.rule, tuple(finding.cells), f"it compares {found.why}")
             doubts.append(found.why)
     if not doubts:
         return finding
@@ -74,5 +99,15 @@ def judge(finding: Finding, needs: Needs, view: RunView) -> Finding | None:
 
 def judged(rule: Callable[[RunView], list[Finding]], view: RunView) -> list[Finding]:
     """A rule's findings over the view, each held to the rule's declared needs."""
+    return sift(rule, view)[0]
+
+
+def sift(rule: Callable[[RunView], list[Finding]], view: RunView) -> tuple[list[Finding], list[Refusal]]:
+    """A rule's findings that their evidence carries, and those it refused (with why)."""
     needs = needs_of(rule)
-    return [kept for finding in rule(view) if (kept := judge(finding, needs, view)) is not None]
+    kept: list[Finding] = []
+    refused: list[Refusal] = []
+    for finding in rule(view):
+        weighed = weigh(finding, needs, view)
+        (kept if isinstance(weighed, Finding) else refused).append(weighed)
+    return kept, refused

@@ -96,10 +96,13 @@ def evidence_table(value: Any) -> str:
 FINDING_COLUMNS = ("severity", "rule", "cells", "evidence", "finding")
 
 
-def findings_section(findings: list[dict[str, Any]] | None) -> str:
+def findings_section(findings: list[dict[str, Any]] | None, refused: list[str] | None = None) -> str:
     """One row per finding in a table that fits the page at any width from 1024 px: fixed
-    columns, long text wrapped, never a horizontal scroll bar."""
-    head = '<section id="findings"><h2>Findings</h2>'
+    columns, long text wrapped, never a horizontal scroll bar; then the rules that could not
+    judge (their evidence failed), one note each."""
+    head = '<section id="findings"><h2>Findings</h2>' + "".join(
+        f'<p class="note warn">{esc(line)}</p>' for line in refused or []
+    )
     if findings is None:
         return head + '<p class="note">No diagnosis was run for this report.</p></section>'
     if not findings:
@@ -301,7 +304,7 @@ def render_run(run_dir: Path, view: RunView) -> str:
     if suites:
         nav = " · ".join(f'<a href="#suite-{esc(s)}">{esc(s)}</a>' for s in suites)
         parts.append(f"<nav>Suites: {nav} · <a href='#findings'>findings</a></nav>")
-    parts.append(findings_section(findings))
+    parts.append(findings_section(findings, view.refused_lines()))
     if not suites:
         parts.append('<p class="note">This run has no cells yet.</p>')
     for suite, recs in suites.items():

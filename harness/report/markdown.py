@@ -150,6 +150,7 @@ def render(view: RunView) -> str:
         lines += ["No finished cells.", ""]
     lines += cells_table(view) if records else []
     lines += findings_lines(findings)
+    lines += [f"{md(line)}  " for line in view.refused_lines()]
     return "\n".join(lines)
 
 

@@ -119,6 +119,7 @@ class RunView:
     cores: int
     meta: dict[str, Any] = field(default_factory=dict)
     findings: list[Any] | None = None
+    refused: list[Any] = field(default_factory=list)  # findings their evidence could not carry (diagnosis.needs.Refusal)
 
     @cached_property
     def cells(self) -> list[CellGroup]:
@@ -144,6 +145,10 @@ class RunView:
     @cached_property
     def spread_warnings(self) -> list[str]:
         return [w for suite in self.suites.values() for w in suite.spread_warnings]
+
+    def refused_lines(self) -> list[str]:
+        """`not judged: RULE [cells]: why`, one per finding the diagnosis refused."""
+        return [r.line() for r in self.refused]
 
     def findings_json(self) -> list[dict[str, Any]] | None:
         """The findings as the writers print them (None: no diagnosis was run)."""

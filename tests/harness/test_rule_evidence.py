@@ -188,8 +188,12 @@ def test_a_rule_that_ignores_a_doubted_rate_fails_the_walk():
 def test_a_scaling_drop_from_a_failed_check_is_refused_and_from_few_reports_marked():
     """The issue's trainer: at 2 workers the step counter's check failed (0.39x) and
     NEGATIVE_SCALING was still drawn from it."""
-    names = {f.rule for f in diagnose(degraded(setting(headline_check="failed")), META)}
+    view = build_view(degraded(setting(headline_check="failed")), META)
+    names = {f.rule for f in diagnose(view)}
     assert not names & {"NEGATIVE_SCALING", "GPU_THRASH", "DRIFT"}
+    # refused, not silent: "unknown" is an answer, said beside the findings
+    said = view.refused_lines()
+    assert any(line.startswith("not judged: NEGATIVE_SCALING [") and "check failed" in line for line in said), said
     few = [f for f in diagnose(degraded(setting(headline_check="few reports")), META) if f.rule == "NEGATIVE_SCALING"]
     (finding,) = few
     assert finding.hint.startswith(f"{DOUBTED} ({RATE}: it rests on few reports in its window (cells w1, w2, w4))")
