@@ -29,7 +29,16 @@ from harness.cell.targets import DEFAULT_EVERY_S, Target
 from harness.cell.window import counter_rates, declared_rates, drift_metrics
 from harness.model.choices import Choices
 from harness.model.suite import MEMORY_LIMIT_ENV, Resources, Suite, SuiteError, memory_limit_mb
-from harness.model.vocabulary import HEADLINE_METRIC, Advice, LimitBenchmark, Quality, Rate, Reference, Vocabulary
+from harness.model.vocabulary import (
+    HEADLINE_METRIC,
+    Advice,
+    LimitBenchmark,
+    Move,
+    Quality,
+    Rate,
+    Reference,
+    Vocabulary,
+)
 from harness.model.workshare import resolve_workers, split_work, usable_cores
 
 __all__ = [
@@ -37,6 +46,7 @@ __all__ = [
     "Advice",
     "Choices",
     "LimitBenchmark",
+    "Move",
     "Probe",
     "Quality",
     "Rate",
