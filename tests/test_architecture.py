@@ -114,6 +114,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("running",),
     ("ab", "roofline", "causal"),
     ("analysis", "diagnosis"),
+    ("tune",),
     ("report",),
     ("commands",),
     ("cli",),

@@ -48,6 +48,12 @@ def tune(
     objective: str = typer.Option(
         None, "--objective", help="the counter to maximise, e.g. moves (default: the suite's headline rate's)"
     ),
+    confidence: float = typer.Option(
+        0.95, "--confidence", help="the final A/B's confidence (1 - its error rate), as harness ab's"
+    ),
+    step_confidence: float = typer.Option(
+        0.8, "--step-confidence", help="each challenger's A/B's confidence (the final A/B checks the winner)"
+    ),
     seed: int = typer.Option(None, "--seed", help="seed of the A/Bs' pair orders and the causal periods"),
     resume: Path = typer.Option(None, "--resume", help="continue the tune in this run directory (its tune.json)"),
     out: Path = options.OutOpt,
@@ -62,7 +68,8 @@ def tune(
 
     opts = TuneOptions(
         budget_s=budget, min_gain=min_gain, duel_budget_s=duel_budget, evidence_s=evidence,
-        causal_budget_s=causal_budget, objective=objective, seed=seed,
+        causal_budget_s=causal_budget, objective=objective, seed=seed, final_alpha=1 - confidence,
+        step_alpha=1 - step_confidence,
     )  # fmt: skip
     check_options(opts)
     program = options.program_of(ctx, progress, progress_file)
@@ -78,6 +85,9 @@ def check_options(opts: TuneOptions) -> None:
         raise UserError(f"--duel-budget {opts.duel_budget_s:g}: seconds, > 0")
     if opts.evidence_s <= 0:
         raise UserError(f"--evidence {opts.evidence_s:g}: measured seconds, > 0")
+    for flag, alpha in (("--confidence", opts.final_alpha), ("--step-confidence", opts.step_alpha)):
+        if not 0 < alpha < 1:
+            raise UserError(f"{flag} {1 - alpha:g}: a probability strictly between 0 and 1 (0.95 = 95 %)")
     if opts.causal_budget_s < 0:
         raise UserError(f"--causal-budget {opts.causal_budget_s:g}: seconds, >= 0 (0: no causal experiment)")
 
@@ -212,7 +222,16 @@ def main(
         return 130
     store.update_meta(ended=utc_now(), state="finished")
     render_tune(state.to_json())
+    write_report(store)
     return 0
+
+
+def write_report(store: Any) -> None:
+    """report.html (the tune's section, then the incumbents' measured cells) and the CSVs."""
+    from harness.commands.common import run_view, write_reports
+
+    paths = write_reports(store, run_view(store, store.records()), html=True)
+    print("reports: " + ", ".join(str(p) for p in paths))
 
 
 def objective_words(words: Any, counter: str) -> Any:

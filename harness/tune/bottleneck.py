@@ -5,7 +5,7 @@ Only what its evidence supports is used. A causal group counts as limiting when 
 is `critical`; `unknown`, `between` or a group the experiment refused to judge is not a
 limit (tune then falls back to the findings, then to every knob in turn, and says so). A
 finding counts as a symptom in severity order; its symptom is the remedy key the rule used
-(`evidence["symptom"]`), else the rule's name in lower case, which is how the suites' remedies
+(`evidence["remedy_key"]`), else the rule's name in lower case, which is how the suites' remedies
 and `relieves` key them. The machine is the limit only when the experiment judged every group
 slack (or competing) while the cell's processes with the rest of the machine kept the cores
 at least SATURATED busy; with any verdict unknown it is not called.
@@ -26,7 +26,7 @@ SLACK = ("slack", "competes")
 
 def symptom_of(finding: Mapping[str, Any]) -> str:
     evidence = finding.get("evidence") or {}
-    return str(evidence.get("symptom") or finding.get("rule", "")).lower()
+    return str(evidence.get("remedy_key") or finding.get("rule", "")).lower()
 
 
 @dataclass
