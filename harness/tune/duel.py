@@ -65,7 +65,7 @@ class Duel:
             "ratio": got[0] if got else None,
             "low": got[1] if got else None,
             "high": got[2] if got else None,
-            "blocks": self.blocks,
+            "block_count": self.blocks,
             "seconds": self.seconds,
             "metric": self.metric,
             "reason": self.reason,
