@@ -96,11 +96,21 @@ class Tuner:
         self.save()
         return state
 
+    def out_of_budget(self) -> str:
+        """What the budget allowed, and what a step costs at the blocks measured so far."""
+        duels = sum(1 for s in self.state.steps for t in s.trials if t.duel)
+        step_s = self.evidence_time() + self.duel_time()
+        return (
+            f"the budget ({self.state.options.budget_s:g} s) ran out after {duels} A/B(s) at {self.block_s():.0f} s a "
+            f"block: a step needs about {step_s:.0f} s and the final A/B {self.final_reserve():.0f} s (--budget)"
+        )
+
     def search(self) -> str:
         """Steps until no move helps ("converged") or the budget is spent ("budget")."""
         state = self.state
         while True:
             if self.left() - self.final_reserve() < self.evidence_time() + self.duel_time():
+                state.conclusion = self.out_of_budget()
                 return "budget"
             incumbent = dict(state.best)
             step = Step(len(state.steps), incumbent, self.elapsed())
@@ -112,9 +122,11 @@ class Tuner:
                 state.conclusion = "every move of every knob was tried from this incumbent"
                 return "converged"
             for trial in trials:
-                budget = min(state.options.duel_budget_s, self.left() - self.final_reserve())
+                # an A/B gets at least the blocks that can decide at all, however slow they run
+                budget = min(max(state.options.duel_budget_s, self.duel_time()), self.left() - self.final_reserve())
                 if budget < self.duel_time():
                     step.seconds = self.elapsed() - step.started_s
+                    state.conclusion = self.out_of_budget()
                     return "budget"
                 self.trial(step, trial, budget)
                 if trial.decision == BETTER:
