@@ -26,6 +26,7 @@ from harness.commands import (
     run,
     suites,
     sweep,
+    tune,
     watch,
 )
 
@@ -52,6 +53,7 @@ COMMANDS = (
     limits.limits,
     watch.watch,
     causal.causal,
+    tune.tune,
 )
 for declared in COMMANDS:
     app.command(**declared.settings)(declared)  # settings: harness.commands.options.command

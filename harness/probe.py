@@ -14,7 +14,7 @@ from __future__ import annotations
 from harness.cell.probe import Probe
 from harness.model.choices import Choices
 from harness.model.suite import MEMORY_LIMIT_ENV, Resources, Suite, SuiteError, memory_limit_mb
-from harness.model.vocabulary import Advice, LimitBenchmark, Quality, Rate, Reference, Vocabulary
+from harness.model.vocabulary import Advice, LimitBenchmark, Move, Quality, Rate, Reference, Vocabulary
 from harness.model.workshare import resolve_workers, split_work, usable_cores
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "Advice",
     "Choices",
     "LimitBenchmark",
+    "Move",
     "Probe",
     "Quality",
     "Rate",

@@ -115,6 +115,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("running",),
     ("ab", "roofline", "causal"),
     ("analysis", "diagnosis"),
+    ("tune",),
     ("report",),
     ("commands",),
     ("cli",),

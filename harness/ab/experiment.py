@@ -32,6 +32,7 @@ from harness.ab.sequential import (
 )
 from harness.ab.slicing import Block, CellFailed, SliceOptions, Slicer
 from harness.model.registry import get_suite
+from harness.model.vocabulary import Vocabulary
 from harness.running.matrix import Cell
 from harness.runs.record import cell_label
 
@@ -142,13 +143,22 @@ def run_cell(
     run_root: Path,
     opts: ABOptions,
     on_block: Callable[[CellAB], None] | None = None,
+    cand_cell: Cell | None = None,
+    decider: Callable[[Interval], str] | None = None,
+    words: Vocabulary | None = None,
 ) -> CellAB:
-    """Blocks until a decision or the budget; a side that fails ends it with "error"."""
+    """Blocks until a decision or the budget; a side that fails ends it with "error".
+    `cand_cell` runs other params on the candidate's side (harness tune's challenger);
+    `decider` reads the interval instead of the tolerance's regression / ok / continue
+    (anything but "continue" ends the A/B); `words` another vocabulary than the suite's
+    (its first rate the counter slices are measured by: harness tune --objective)."""
     seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
     result = CellAB(cell, cell_label(cell.suite, cell.params), seed=seed)
     if cell.work is not None:
         result.notes.append(f"budgeted by work={cell.work}: sliced for a duration (the A/B measures the steady rate)")
-    slicer = Slicer(cell, get_suite(cell.suite).words, base, cand, run_root, opts.slicing, random.Random(seed))
+    words = words or get_suite(cell.suite).words
+    slicer = Slicer(cell, words, base, cand, run_root, opts.slicing, random.Random(seed), cand_cell)
+    judge = decider if decider is not None else (lambda interval: decide(interval, opts.tolerance))
     started = time.monotonic()
     decision = "continue"
     try:
@@ -162,7 +172,7 @@ def run_cell(
             result.interval = median_sequence(values, opts.alpha)
             result.mean_interval = confidence_sequence(values, opts.alpha)
             result.looks.append(result.interval)
-            decision = decide(result.interval, opts.tolerance) if values else "continue"
+            decision = judge(result.interval) if values else "continue"
             elapsed = time.monotonic() - started - result.setup_s
             if on_block is not None:
                 result.elapsed_s = elapsed + result.setup_s
@@ -180,7 +190,7 @@ def run_cell(
         result.elapsed_s = time.monotonic() - started
     if result.decision != "error":
         result.decision = final(decision)
-        result.reason = _reason(result, opts)
+        result.reason = _reason(result, opts) if decider is None else ""
     return result
 
 

@@ -347,7 +347,9 @@ class Instance:
 
 
 class Slicer:
-    """Runs blocks of one cell: base and candidate instances, alternated in slices."""
+    """Runs blocks of one cell: base and candidate instances, alternated in slices. Two
+    revisions of one cell (harness ab), or one revision's two cells (`cand_cell`: harness
+    tune's challenger against its incumbent, the same suite with other params)."""
 
     def __init__(
         self,
@@ -358,8 +360,10 @@ class Slicer:
         run_root: Path,
         opts: SliceOptions,
         rng: random.Random,
+        cand_cell: Cell | None = None,
     ) -> None:
         self.cell, self.words, self.opts, self.rng = cell, words, opts, rng
+        self.cells = {"base": cell, "candidate": cand_cell or cell}
         self.sides = {"base": base, "candidate": cand}
         self.run_root = run_root
         self.counter: str | None = None
@@ -376,7 +380,8 @@ class Slicer:
         instances: dict[str, Instance] = {}
         try:
             for name in order:  # one at a time: a start-up never overlaps the other's work
-                inst = Instance(self.sides[name], self.cell, f"{self.cell.id}-{name}-{index}", self.run_root)
+                cell = self.cells[name]
+                inst = Instance(self.sides[name], cell, f"{cell.id}-{name}-{index}", self.run_root)
                 self.live.append(inst)
                 instances[name] = inst
                 block.launch_s[name] = inst.wait_started(self.opts.start_timeout_s, self.opts.poll_s)

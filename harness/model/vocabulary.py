@@ -188,6 +188,22 @@ class Advice:
 
 
 @dataclass(frozen=True)
+class Move:
+    """A knob move that relieves a limit, for `harness tune`: `toward` is "up" or "down"
+    along the knob's range, or the value to set (a categorical knob). `adds_work` marks a
+    move that makes the cell use more of the machine (more workers, more threads, more
+    batches in flight): tune stops making such moves once the cores are saturated."""
+
+    knob: str
+    toward: Any = "up"
+    adds_work: bool = False
+
+    @property
+    def ordered(self) -> bool:
+        return self.toward in ("up", "down")
+
+
+@dataclass(frozen=True)
 class LimitBenchmark:
     """A micro benchmark of one piece of the suite, timed by pyperf at several sizes: the
     fastest that piece can go, which reports compare a cell's achieved rate with.
@@ -233,6 +249,10 @@ class Vocabulary:
     # why a cell with these params cannot be time-sliced by `harness ab` (it relies on
     # wall-clock timeouts that a SIGSTOP of its group would trip), or None: it can
     sliceable: Callable[[Any], str | None] | None = None
+    # what limits a cell (a process group's role: main, workers, server, helper; or a rule's
+    # symptom, as `remedies` keys them) -> the knob moves that relieve it, first to try first
+    # (harness tune); the remedies' Advice values count too (harness.tune.space.moves_for)
+    relieves: Mapping[str, tuple[Move, ...]] = field(default_factory=dict)
 
     def resolve(self, params_model: type | None) -> Vocabulary:
         """This vocabulary with the conventional params filled in from the Params model."""
@@ -276,7 +296,9 @@ class Vocabulary:
         generic = sorted(
             n
             for n in metric_names
-            if n.endswith(("_per_s", "_per_min")) and "_drift_" not in n and n.removesuffix("_per_min") + "_per_s" not in invalid
+            if n.endswith(("_per_s", "_per_min"))
+            and "_drift_" not in n
+            and n.removesuffix("_per_min") + "_per_s" not in invalid
         )
         return generic[0] if generic else None
 

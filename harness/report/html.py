@@ -305,11 +305,25 @@ def render_run(run_dir: Path, view: RunView) -> str:
         nav = " · ".join(f'<a href="#suite-{esc(s)}">{esc(s)}</a>' for s in suites)
         parts.append(f"<nav>Suites: {nav} · <a href='#findings'>findings</a></nav>")
     parts.append(findings_section(findings, view.refused_lines()))
+    tune_doc = _tune_document(run_dir)
+    if tune_doc is not None:
+        from harness.report.tune import html_section
+
+        parts.append(html_section(tune_doc, table, esc))
     if not suites:
         parts.append('<p class="note">This run has no cells yet.</p>')
     for suite, recs in suites.items():
         parts.append(suite_section(run_dir, meta, suite, recs, charts, view.suites.get(suite)))
     return page(f"report: {meta.get('label') or run_dir.name}", parts)
+
+
+def _tune_document(run_dir: Path) -> dict | None:
+    """A tune's tune.json beside the run's cells (harness tune), or None."""
+    path = run_dir / "tune.json"
+    try:
+        return json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
 
 
 def write_html(run_dir: Path, view: RunView) -> Path:

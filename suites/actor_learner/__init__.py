@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.probe import Probe, Quality, Rate, Resources, Suite, Vocabulary
+from harness.probe import Move, Probe, Quality, Rate, Resources, Suite, Vocabulary
 from suites.actor_learner.params import Params
 
 
@@ -37,6 +37,14 @@ VOCABULARY = Vocabulary(
         "busy_wait.poll": "block until the actor writes instead of polling (wait=event)",
         "busy_wait.publish": "publish less often (a larger publish_interval) or publish only what changed",
         "busy_wait.spin": "train only as new data arrives (throttle=true) so the actor keeps its CPU",
+    },
+    # harness tune: what relieves a limit (the main process is the actor, the workers its learners)
+    relieves={
+        "busy_wait.poll": (Move("wait", "event"), Move("wait", "mp_event")),
+        "busy_wait.publish": (Move("publish_interval", "up"),),
+        "busy_wait.spin": (Move("throttle", True),),
+        "main": (Move("publish_interval", "up"), Move("throttle", True), Move("buffer_capacity", "up")),
+        "workers": (Move("batch_size", "up"), Move("wait", "event")),
     },
 )
 

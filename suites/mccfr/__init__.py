@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.probe import Probe, Quality, Rate, Resources, Suite, Vocabulary, resolve_workers
+from harness.probe import Move, Probe, Quality, Rate, Resources, Suite, Vocabulary, resolve_workers
 from suites.mccfr.backends import BACKENDS
 
 
@@ -79,6 +79,12 @@ VOCABULARY = Vocabulary(
     ),
     metrics={"exploitability_s": "lower", "sync_share": "lower"},
     report=("exploitability", "nash_conv"),
+    # harness tune: what relieves a limit (workers run iterations, the main process merges their state)
+    relieves={
+        "serialization": (Move("sync", "delta"), Move("sync", "shared"), Move("batch_size", "up")),
+        "main": (Move("sync", "delta"), Move("batch_size", "up"), Move("staleness", "up")),
+        "workers": (Move("workers", "up", adds_work=True), Move("staleness", "up")),
+    },
 )
 
 SUITE = Suite(

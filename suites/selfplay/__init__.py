@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.probe import Advice, Probe, Rate, Resources, Suite, Vocabulary, resolve_workers
+from harness.probe import Advice, Move, Probe, Rate, Resources, Suite, Vocabulary, resolve_workers
 from suites.selfplay.backends import BACKENDS
 from suites.selfplay.limits import FORWARD
 
@@ -164,6 +164,25 @@ VOCABULARY = Vocabulary(
         "gpu_thrash": "share one net per GPU: backend=server batches every worker's requests",
     },
     limits=(FORWARD,),
+    # harness tune: what relieves a limit (workers search, the server evaluates, main runs
+    # everything in the sequential and threads backends)
+    relieves={
+        "small_batches": (
+            Move("backend", "server"),
+            Move("leaves", "up"),
+            Move("games_per_worker", "up"),
+            Move("workers", "up", adds_work=True),
+        ),
+        "server": (
+            Move("max_batch", "up"),
+            Move("inflight", "up", adds_work=True),
+            Move("server_threads", "up", adds_work=True),
+        ),
+        "workers": (Move("backend", "server"), Move("leaves", "up"), Move("workers", "up", adds_work=True)),
+        "main": (Move("backend", "server"), Move("backend", "processes")),
+        "gil_bound": (Move("backend", "server"), Move("backend", "processes")),
+        "gpu_thrash": (Move("backend", "server"),),
+    },
 )
 
 SUITE = Suite(

@@ -134,5 +134,5 @@ def check(view: RunView) -> list[Finding]:
         if ctx_vol is not None:
             evidence["cpu_ctx_vol"] = ctx_vol
         remedy = cell.vocabulary.remedy(key, REMEDIES[key])
-        out.append(Finding(RULE, "warning", [cell.id], f"{symptom}: {remedy}", evidence))
+        out.append(Finding(RULE, "warning", [cell.id], f"{symptom}: {remedy}", evidence | {"remedy_key": key}))
     return out

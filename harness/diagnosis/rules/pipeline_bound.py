@@ -78,7 +78,7 @@ def check(view: RunView) -> list[Finding]:
                 severity,
                 [cell.id],
                 f"{what}: {shares}: {words.remedy(symptom, REMEDIES[symptom], cell.params)}",
-                evidence | {"symptom": symptom.removeprefix("pipeline.")},
+                evidence | {"symptom": symptom.removeprefix("pipeline."), "remedy_key": symptom},
             )
         )
     return out

@@ -1,0 +1,75 @@
+"""A tune's result (tune.json, harness.tune) for people: the trail in the terminal, and a
+section of report.html, both from the same rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from harness.report.terminal import console_for_stdout
+
+HEADERS = ("step", "incumbent", "limited by", "tried", "why", "A/B (challenger / incumbent)", "s")
+
+
+def trail_rows(doc: dict[str, Any]) -> list[list[str]]:
+    """One row per trial (a step with none: one row saying so), the adopted one marked."""
+    rows = []
+    for step in doc.get("steps") or []:
+        incumbent = " ".join(f"{k}={v}" for k, v in step["incumbent"].items())
+        limit = (step.get("limit") or {}).get("said") or "-"
+        trials = step.get("trials") or []
+        if not trials:
+            rows.append([str(step["index"]), incumbent, limit, "-", "-", "-", f"{step.get('seconds', 0):.0f}"])
+        for i, trial in enumerate(trials):
+            duel = trial.get("duel") or {}
+            adopted = " (adopted)" if step.get("adopted") == i else ""
+            rows.append(
+                [
+                    str(step["index"]) if i == 0 else "",
+                    incumbent if i == 0 else "",
+                    limit if i == 0 else "",
+                    f"{trial['knob']}={trial['value']}{adopted}",
+                    trial["why"],
+                    duel.get("said", "not run"),
+                    f"{duel.get('seconds', 0):.0f}",
+                ]
+            )
+    return rows
+
+
+def summary_lines(doc: dict[str, Any]) -> list[str]:
+    lines = [f"result: {doc.get('conclusion') or '-'}"]
+    if doc.get("machine_limit"):
+        lines.append(f"the machine was the limit: {doc['machine_limit']}")
+    if doc.get("ended_by"):
+        lines.append(f"the search ended: {doc['ended_by']} after {doc.get('elapsed_s', 0):.0f} s")
+    lines.append(f"run with: {doc['command']}")
+    return lines
+
+
+def render_tune(doc: dict[str, Any], print_line: Callable[[str], None] = print) -> None:
+    table = Table(title="harness tune: the trail", show_lines=False)
+    for header in HEADERS:
+        table.add_column(header)
+    for row in trail_rows(doc):
+        table.add_row(*(escape(cell) for cell in row))
+    console_for_stdout().print(table)
+    for line in summary_lines(doc):
+        print_line(line)
+    print_line("as a spec:")
+    print_line(doc["spec"])
+
+
+def html_section(
+    doc: dict[str, Any], table: Callable[[list[str], list[list[str]]], str], esc: Callable[[str], str]
+) -> str:
+    """report.html's tune section (the page's own table and escaping helpers)."""
+    parts = ['<section id="tune"><h2>Tune</h2>']
+    parts += [f"<p>{esc(line)}</p>" for line in summary_lines(doc)]
+    parts.append(f"<pre>{esc(doc['spec'])}</pre>")
+    parts.append(table(list(HEADERS), trail_rows(doc)))
+    parts.append("</section>")
+    return "\n".join(parts)

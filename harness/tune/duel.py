@@ -1,0 +1,95 @@
+"""A challenger against the incumbent: the A/B of `harness ab` (time-sliced fresh processes,
+blocks, the anytime-valid interval of the median block log-ratio), with the two sides the
+same code and different params, and tune's three-way decision in place of the gate's.
+
+"better": the whole interval lies above 1 (the challenger is faster, at the A/B's
+confidence); "worse": the whole interval lies below 1 + min_gain (it cannot be a gain worth
+taking); otherwise more blocks, and at the budget "undecided". Nothing is adopted on a
+single reading: a decision needs the interval, and the interval needs the blocks
+(harness.ab.sequential.blocks_to_decide).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.ab.experiment import ABOptions, CellAB, run_cell
+from harness.ab.revisions import WORKING_TREE, Side
+from harness.ab.sequential import Interval
+from harness.model.vocabulary import Vocabulary
+from harness.running.matrix import Cell
+
+BETTER, WORSE, UNDECIDED, ERROR = "better", "worse", "undecided", "error"
+
+
+def gain_decider(min_gain: float):
+    """The decision on the interval of log(challenger / incumbent)."""
+    worth = math.log1p(min_gain)
+
+    def decide(interval: Interval) -> str:
+        if interval.low > 0:
+            return BETTER
+        if interval.high < worth:
+            return WORSE
+        return "continue"
+
+    return decide
+
+
+@dataclass
+class Duel:
+    decision: str  # better | worse | undecided | error
+    interval: Interval | None
+    blocks: int
+    seconds: float
+    metric: str | None
+    reason: str
+
+    def ratio(self) -> tuple[float, float, float] | None:
+        return self.interval.ratios() if self.interval is not None and self.interval.n else None
+
+    def describe(self) -> str:
+        got = self.ratio()
+        if got is None:
+            return f"{self.decision}: {self.reason}"
+        ratio, low, high = got
+        return f"{self.decision}: {ratio:.3f}x [{low:.3f}, {high:.3f}] after {self.blocks} blocks, {self.seconds:.0f} s"
+
+    def to_json(self) -> dict[str, Any]:
+        got = self.ratio()
+        return {
+            "decision": self.decision,
+            "ratio": got[0] if got else None,
+            "low": got[1] if got else None,
+            "high": got[2] if got else None,
+            "block_count": self.blocks,
+            "seconds": self.seconds,
+            "metric": self.metric,
+            "reason": self.reason,
+            "said": self.describe(),
+        }
+
+
+def same_code() -> tuple[Side, Side]:
+    """Both sides run the code at hand, from the current directory (a program's own files)."""
+    root = Path.cwd()
+    return Side("base", WORKING_TREE, None, root), Side("candidate", WORKING_TREE, None, root)
+
+
+def duel(
+    incumbent: Cell, challenger: Cell, run_root: Path, opts: ABOptions, min_gain: float, words: Vocabulary | None = None
+) -> Duel:
+    """The A/B of `challenger` against `incumbent` until a decision or `opts.budget_s`
+    (`words`: the vocabulary whose first rate the slices count, the suite's by default)."""
+    base, cand = same_code()
+    got: CellAB = run_cell(
+        incumbent, base, cand, run_root, opts, cand_cell=challenger, decider=gain_decider(min_gain), words=words
+    )
+    decision = got.decision if got.decision in (BETTER, WORSE, ERROR) else UNDECIDED
+    reason = got.reason
+    if decision == UNDECIDED and got.interval is not None:
+        reason = "the interval still holds both 1 and a gain worth taking at the budget"
+    return Duel(decision, got.interval, len(got.blocks), got.elapsed_s, got.metric, reason)

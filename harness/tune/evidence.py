@@ -1,0 +1,77 @@
+"""The evidence tune gathers about an incumbent before moving a knob: one measured cell
+(its record in the tune's run directory, diagnosed by every rule) and, unless turned off,
+a causal experiment on the same params (which group of processes limits it).
+
+Both run the incumbent as the user would, in fresh processes of their own; nothing here
+compares settings (that is the A/B's job, harness.tune.duel), it only says where to look.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from harness.causal.result import CausalOptions
+from harness.diagnosis import diagnose
+from harness.running.matrix import Cell
+from harness.running.runner import CellRunner
+from harness.runs.record import Record
+from harness.runs.store import RunStore
+from harness.runs.view import build_view
+from harness.tune.bottleneck import Limit, read_limit
+
+
+@dataclass
+class Evidence:
+    record: Record
+    findings: list[dict[str, Any]]
+    causal: dict[str, Any] | None  # causal.json's document; None: not run or it failed
+    causal_error: str | None
+    limit: Limit
+    seconds: float
+
+
+def gather(
+    cell: Cell,
+    store: RunStore,
+    step: int,
+    causal: CausalOptions | None,
+    cores: int,
+    announce: Callable[[str], None],
+) -> Evidence:
+    """Measure `cell` once (a record in the store), diagnose it, and run the causal
+    experiment on it when `causal` is given; what limits it, from all of that."""
+    import time
+
+    from harness.ab.slicing import CellFailed
+    from harness.causal.experiment import Experiment
+    from harness.causal.stopper import StopperDied
+    from harness.model.registry import get_suite
+    from harness.program import NAME as COMMAND_SUITE
+    from harness.runs.files import write_json_atomic
+
+    started = time.monotonic()
+    measured = replace(cell, repeats=1)
+    record = CellRunner(store).run(measured, step)
+    store.append(record)
+    view = build_view([record], store.meta())
+    findings = [f.to_json() for f in diagnose(view)] if record.ok else []
+    document, error = None, None
+    if causal is not None and record.ok:
+        announce(f"  causal experiment on the incumbent ({causal.budget_s:g} s at most)")
+        experiment = Experiment(
+            cell, get_suite(cell.suite).words, store.root, causal, None, suite_cell=cell.suite != COMMAND_SUITE,
+            announce=lambda line: announce(f"    {line}"),
+        )  # fmt: skip
+        try:
+            document = experiment.run().to_json()
+            write_json_atomic(store.root / f"causal-{step}.json", document, "the tune's causal experiment")
+        except (CellFailed, StopperDied) as exc:
+            error = str(exc)
+    limit = read_limit(document, findings, record.metrics, cores)
+    if error:
+        limit.notes.append(f"the causal experiment failed: {error}")
+    if not record.ok:
+        limit.notes.append(f"the incumbent's cell did not finish ok ({record.status}: {record.reason})")
+    return Evidence(record, findings, document, error, limit, time.monotonic() - started)

@@ -1,0 +1,154 @@
+"""A tune's options, its trail and its outcome: what tune.json holds, written whole after
+every step and trial so that a tune stopped by Ctrl-C keeps what it learned, and read back
+by `harness tune --resume`."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from harness.tune.space import Knob
+
+TUNE_JSON = "tune.json"
+SCHEMA = 1
+
+
+@dataclass
+class TuneOptions:
+    budget_s: float = 1200.0  # the whole tune, evidence, A/Bs and the final A/B included
+    step_alpha: float = 0.2  # each challenger's A/B (4 blocks can decide); the final one is final_alpha
+    final_alpha: float = 0.05
+    min_gain: float = 0.03  # a challenger whose interval lies below 1 + this is dropped
+    duel_budget_s: float = 150.0  # one challenger's A/B at most
+    evidence_s: float = 8.0  # the incumbent's measured cell
+    causal_budget_s: float = 60.0  # its causal experiment (0: none)
+    objective: str | None = None  # a rate counter (default: the suite's headline)
+    seed: int | None = None
+
+
+@dataclass
+class Trial:
+    knob: str
+    value: Any
+    why: str  # what the move relieves, or "every knob in turn"
+    params: dict[str, Any]  # the challenger's knob values
+    duel: dict[str, Any] | None = None  # harness.tune.duel.Duel.to_json()
+    started_s: float = 0.0  # since the tune began
+
+    @property
+    def decision(self) -> str | None:
+        return self.duel["decision"] if self.duel else None
+
+
+@dataclass
+class Step:
+    index: int
+    incumbent: dict[str, Any]
+    started_s: float
+    limit: dict[str, Any] = field(default_factory=dict)  # harness.tune.bottleneck.Limit.to_json()
+    rate: float | None = None  # the incumbent's measured headline (one reading, for the record)
+    metric: str | None = None
+    evidence_s: float = 0.0
+    trials: list[Trial] = field(default_factory=list)
+    adopted: int | None = None  # index of the trial that won
+    seconds: float = 0.0
+
+
+@dataclass
+class TuneState:
+    suite: str
+    fixed: dict[str, Any]  # params set with --set (not tuned)
+    knobs: list[Knob]
+    start: dict[str, Any]  # the knobs' starting values
+    options: TuneOptions
+    program: list[str] | None = None  # a -- CMD program's argv, placeholders unfilled
+    best: dict[str, Any] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+    elapsed_s: float = 0.0  # spent before this session (--resume) and in it
+    final: dict[str, Any] | None = None  # the winner's A/B against the start
+    state: str = "running"  # running | interrupted | finished
+    ended_by: str = ""  # why the search ended: converged | budget
+    conclusion: str = ""
+    machine_limit: str | None = None
+    scaling: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.best:
+            self.best = dict(self.start)
+
+    def tried(self) -> set[str]:
+        """Every challenger compared with an incumbent so far (its knob values, as a key)."""
+        return {key_of(t.params) for s in self.steps for t in s.trials if t.duel is not None}
+
+    def settings(self, values: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Every param this tune sets: the fixed ones and the knobs' values."""
+        return {**self.fixed, **(values if values is not None else self.best)}
+
+    def spec_snippet(self) -> str:
+        """The winning settings as a sweep spec's matrix entry."""
+        params = ", ".join(f"{k} = {_toml(v)}" for k, v in self.settings().items())
+        if self.program is not None:
+            return (
+                f'command = {_toml(shlex.join(self.program))}\n\n[[matrix]]\nsuite = "command"\nparams = {{ {params} }}'
+            )
+        return f'[[matrix]]\nsuite = "{self.suite}"\nparams = {{ {params} }}'
+
+    def command_line(self) -> str:
+        """The winning settings as a harness command line (a sweep of that one cell)."""
+        sets = " ".join(f"--set {shlex.quote(f'{k}={v}')}" for k, v in self.settings().items() if k != "argv")
+        if self.program is not None:
+            return f"harness sweep {sets} -- {shlex.join(self.program)}".replace("  ", " ")
+        return f"harness sweep --suite {self.suite} {sets}".rstrip()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "suite": self.suite,
+            "fixed": self.fixed,
+            "knobs": [asdict(k) for k in self.knobs],
+            "start": self.start,
+            "best": self.best,
+            "options": asdict(self.options),
+            "program": self.program,
+            "steps": [asdict(s) for s in self.steps],
+            "elapsed_s": self.elapsed_s,
+            "final": self.final,
+            "state": self.state,
+            "ended_by": self.ended_by,
+            "conclusion": self.conclusion,
+            "machine_limit": self.machine_limit,
+            "scaling": self.scaling,
+            "spec": self.spec_snippet(),
+            "command": self.command_line(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TuneState:
+        knobs = [
+            Knob(k["name"], tuple(k["values"]), k["ordered"], k.get("group"), k.get("text", "")) for k in data["knobs"]
+        ]
+        steps = []
+        for s in data.get("steps") or []:
+            trials = [Trial(**t) for t in s.pop("trials", [])]
+            steps.append(Step(**s, trials=trials))
+        return cls(
+            suite=data["suite"], fixed=data["fixed"], knobs=knobs, start=data["start"],
+            options=TuneOptions(**data["options"]), program=data.get("program"), best=data["best"], steps=steps,
+            elapsed_s=data.get("elapsed_s", 0.0), final=data.get("final"), state=data.get("state", "running"),
+            ended_by=data.get("ended_by", ""),
+            conclusion=data.get("conclusion", ""), machine_limit=data.get("machine_limit"), scaling=data.get("scaling"),
+        )  # fmt: skip
+
+
+def key_of(values: dict[str, Any]) -> str:
+    return ",".join(f"{k}={values[k]}" for k in sorted(values))
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'

@@ -1,0 +1,273 @@
+"""The tune itself: evidence on the incumbent, challengers in the order the evidence says,
+each decided by an A/B, until no move helps or the budget is spent; then the winner's A/B
+against the start.
+
+A step gathers the incumbent's evidence (harness.tune.evidence: a measured cell, the rules'
+findings, a causal experiment), turns it into what limits it (harness.tune.bottleneck), and
+proposes moves in this order: the last adopted move again (a climb keeps its direction),
+the moves that relieve each limit (the suite's `relieves` and remedies, `@GROUP` knobs), then
+every knob in turn. Each proposal is an A/B against the incumbent (harness.tune.duel): the
+first one decided "better" becomes the incumbent and a new step begins; "worse" and
+"undecided" are dropped, never retried. When the machine is the limit (every group slack,
+the cores busy) moves that add work are not proposed. A step with no winner ends the search
+(converged).
+
+The final A/B runs the winner against the start at the final confidence; if it does not
+confirm the winner, the start stays and the conclusion says why. The state is written to
+tune.json after every trial, so a Ctrl-C keeps the trail and `--resume` continues it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from harness.ab.experiment import ABOptions
+from harness.ab.sequential import blocks_to_decide
+from harness.causal.result import CausalOptions
+from harness.model.vocabulary import Vocabulary
+from harness.running.matrix import Cell
+from harness.runs.files import write_json_atomic
+from harness.runs.store import RunStore
+from harness.runs.view import headline_rate
+from harness.tune.bottleneck import Limit
+from harness.tune.duel import BETTER, duel
+from harness.tune.evidence import gather
+from harness.tune.result import TUNE_JSON, Step, Trial, TuneState, key_of
+from harness.tune.space import Knob, _same, moves_for
+
+BLOCK_S_GUESS = 15.0  # seconds per A/B block before one was measured
+FINAL_MARGIN = 1.5  # the final A/B is given this many times the time its fewest blocks take
+
+
+class Tuner:
+    def __init__(
+        self,
+        state: TuneState,
+        make_cell: Callable[[dict[str, Any]], Cell],
+        words: Vocabulary,
+        store: RunStore,
+        cores: int,
+        announce: Callable[[str], None] = print,
+    ) -> None:
+        self.state, self.make_cell, self.words, self.store = state, make_cell, words, store
+        self.cores, self.announce = cores, announce
+        self._began = time.monotonic() - state.elapsed_s
+        self._block_s: list[float] = []
+        self._adds_work = {m.knob for moves in words.relieves.values() for m in moves if m.adds_work}
+        if words.workers:
+            self._adds_work.add(words.workers)
+
+    # ------------------------------------------------------------------ time
+    def elapsed(self) -> float:
+        return time.monotonic() - self._began
+
+    def left(self) -> float:
+        return self.state.options.budget_s - self.elapsed()
+
+    def block_s(self) -> float:
+        return sorted(self._block_s)[len(self._block_s) // 2] if self._block_s else BLOCK_S_GUESS
+
+    def final_reserve(self) -> float:
+        if self.state.best == self.state.start and not self.state.steps:
+            return 0.0
+        return FINAL_MARGIN * blocks_to_decide(self.state.options.final_alpha) * self.block_s()
+
+    def duel_time(self) -> float:
+        """The least a challenger's A/B needs to decide at all."""
+        return blocks_to_decide(self.state.options.step_alpha) * self.block_s()
+
+    def save(self) -> None:
+        self.state.elapsed_s = self.elapsed()
+        write_json_atomic(self.store.root / TUNE_JSON, self.state.to_json(), "the tune's trail")
+
+    # ------------------------------------------------------------------ the search
+    def run(self) -> TuneState:
+        state = self.state
+        if not state.ended_by:
+            state.ended_by = self.search()
+            self.save()
+        if state.final is None:
+            self.final()
+        state.state = "finished"
+        self.save()
+        return state
+
+    def out_of_budget(self) -> str:
+        """What the budget allowed, and what a step costs at the blocks measured so far."""
+        duels = sum(1 for s in self.state.steps for t in s.trials if t.duel)
+        step_s = self.evidence_time() + self.duel_time()
+        return (
+            f"the budget ({self.state.options.budget_s:g} s) ran out after {duels} A/B(s) at {self.block_s():.0f} s a "
+            f"block: a step needs about {step_s:.0f} s and the final A/B {self.final_reserve():.0f} s (--budget)"
+        )
+
+    def search(self) -> str:
+        """Steps until no move helps ("converged") or the budget is spent ("budget")."""
+        state = self.state
+        while True:
+            if self.left() - self.final_reserve() < self.evidence_time() + self.duel_time():
+                state.conclusion = self.out_of_budget()
+                return "budget"
+            incumbent = dict(state.best)
+            step = Step(len(state.steps), incumbent, self.elapsed())
+            state.steps.append(step)
+            self.announce(f"step {step.index}: incumbent {describe(incumbent)}")
+            limit = self.evidence(step)
+            trials = self.propose(incumbent, limit, state.steps[-2] if len(state.steps) > 1 else None)
+            if not trials:
+                state.conclusion = "every move of every knob was tried from this incumbent"
+                return "converged"
+            for trial in trials:
+                # an A/B gets at least the blocks that can decide at all, however slow they run
+                budget = min(max(state.options.duel_budget_s, self.duel_time()), self.left() - self.final_reserve())
+                if budget < self.duel_time():
+                    step.seconds = self.elapsed() - step.started_s
+                    state.conclusion = self.out_of_budget()
+                    return "budget"
+                self.trial(step, trial, budget)
+                if trial.decision == BETTER:
+                    step.adopted = step.trials.index(trial)
+                    state.best = dict(trial.params)
+                    break
+            step.seconds = self.elapsed() - step.started_s
+            self.save()
+            if step.adopted is None:
+                state.conclusion = f"no move from {describe(incumbent)} was decided better"
+                return "converged"
+
+    def evidence_time(self) -> float:
+        opts = self.state.options
+        return opts.evidence_s + 20.0 + opts.causal_budget_s
+
+    def evidence(self, step: Step) -> Limit:
+        opts = self.state.options
+        causal = CausalOptions(budget_s=opts.causal_budget_s, seed=opts.seed) if opts.causal_budget_s > 0 else None
+        cell = replace(self.make_cell(step.incumbent), duration=opts.evidence_s)
+        found = gather(cell, self.store, step.index, causal, self.cores, self.announce)
+        step.limit = found.limit.to_json()
+        step.evidence_s = found.seconds
+        step.metric = headline_rate([found.record])
+        if step.metric:
+            step.rate = found.record.number(step.metric)
+        self.announce(f"  limited by: {found.limit.describe()}")
+        for note in found.limit.notes:
+            self.announce(f"  ({note})")
+        if found.limit.saturated:
+            self.state.machine_limit = found.limit.describe()
+            self.announce("  the machine is the limit: moves that add work are not tried")
+        self.save()
+        return found.limit
+
+    def trial(self, step: Step, trial: Trial, budget: float) -> None:
+        opts = self.state.options
+        trial.started_s = self.elapsed()
+        step.trials.append(trial)
+        self.announce(f"  try {trial.knob}={trial.value} ({trial.why})")
+        ab = ABOptions(alpha=opts.step_alpha, budget_s=budget, seed=opts.seed)
+        got = duel(
+            self.make_cell(step.incumbent), self.make_cell(trial.params), self.store.root, ab, opts.min_gain, self.words
+        )
+        if got.blocks:
+            self._block_s.append(got.seconds / got.blocks)
+        trial.duel = got.to_json()
+        self.announce(f"    {got.describe()}")
+        self.save()
+
+    # ------------------------------------------------------------------ proposals
+    def propose(self, incumbent: dict[str, Any], limit: Limit, previous: Step | None) -> list[Trial]:
+        knobs = {k.name: k for k in self.state.knobs}
+        tried = self.state.tried()
+        out: list[Trial] = []
+        settings = self.state.settings(incumbent)
+
+        def add(knob: Knob, value: Any, why: str) -> None:
+            if value is None or _same(value, incumbent.get(knob.name)):
+                return
+            params = {**incumbent, knob.name: value}
+            key = key_of(params)
+            if key in tried:
+                return
+            tried.add(key)
+            out.append(Trial(knob.name, value, why, params))
+
+        def blocked(knob: Knob, toward: Any) -> bool:
+            """A move that adds work while the machine is the limit."""
+            return limit.saturated and knob.name in self._adds_work and toward == "up"
+
+        if previous is not None and previous.adopted is not None:
+            last = previous.trials[previous.adopted]
+            knob = knobs[last.knob]
+            if knob.ordered:
+                toward = "up" if float(last.value) > float(previous.incumbent[last.knob]) else "down"
+                if not blocked(knob, toward):
+                    add(knob, knob.step(incumbent[knob.name], toward), f"continues {knob.name} {toward}")
+        for name in limit.limits():
+            kind = "critical" if name in limit.groups else "finding"
+            for move in moves_for(self.words, name, settings):
+                knob = knobs.get(move.knob)
+                if knob is None or (move.adds_work and limit.saturated) or blocked(knob, move.toward):
+                    continue
+                if move.ordered:
+                    add(knob, knob.step(incumbent[knob.name], move.toward), f"relieves {name} ({kind})")
+                elif knob.index(move.toward) is not None:
+                    add(knob, knob.values[knob.index(move.toward)], f"relieves {name} ({kind})")
+            for knob in knobs.values():
+                if knob.group == name:
+                    for value in neighbours(
+                        knob, incumbent[knob.name], limit.saturated and knob.name in self._adds_work
+                    ):
+                        add(knob, value, f"acts on {name} ({kind})")
+        for knob in knobs.values():
+            for value in neighbours(knob, incumbent[knob.name], limit.saturated and knob.name in self._adds_work):
+                add(knob, value, "every knob in turn")
+        return out
+
+    # ------------------------------------------------------------------ the end
+    def final(self) -> None:
+        state = self.state
+        if key_of(state.best) == key_of(state.start):
+            state.conclusion = state.conclusion or "no challenger beat the start"
+            state.conclusion = f"the start stays: {state.conclusion}"
+            state.best = dict(state.start)
+            return
+        budget = self.left()
+        need = blocks_to_decide(state.options.final_alpha) * self.block_s()
+        if budget < need:
+            budget = need  # the final A/B is the tune's answer: it gets the blocks it needs to decide at all
+        self.announce(f"final A/B: {describe(state.best)} against the start {describe(state.start)}")
+        ab = ABOptions(alpha=state.options.final_alpha, budget_s=budget, seed=state.options.seed)
+        got = duel(
+            self.make_cell(state.start),
+            self.make_cell(state.best),
+            self.store.root,
+            ab,
+            state.options.min_gain,
+            self.words,
+        )
+        state.final = got.to_json()
+        self.announce(f"  {got.describe()}")
+        if got.decision == BETTER:
+            ratio, low, high = got.ratio() or (math.nan, math.nan, math.nan)
+            state.conclusion = (
+                f"{describe(state.best)} runs {ratio:.2f}x the start [{low:.2f}, {high:.2f}] "
+                f"at {100 * (1 - state.options.final_alpha):g} %"
+            )
+        else:
+            state.conclusion = (
+                f"the start stays: the final A/B did not confirm {describe(state.best)} ({got.describe()})"
+            )
+            state.best = dict(state.start)
+
+
+def neighbours(knob: Knob, value: Any, no_up: bool) -> list[Any]:
+    if knob.ordered:
+        return [v for v in ((None if no_up else knob.step(value, "up")), knob.step(value, "down")) if v is not None]
+    return [v for v in knob.values if not _same(v, value)]
+
+
+def describe(values: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in values.items()) or "(no knobs)"

@@ -1,0 +1,219 @@
+"""harness tune: knob ranges, what limits an incumbent, the order of proposals, the decision,
+the state's round trip, and (slow) a real tune on the synthetic suite."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from harness.ab.sequential import Interval
+from harness.errors import UserError
+from harness.model.vocabulary import Advice, Move, Vocabulary
+from harness.tune import search as search_module
+from harness.tune.bottleneck import read_limit, symptom_of
+from harness.tune.duel import BETTER, WORSE, Duel, gain_decider
+from harness.tune.result import TuneOptions, TuneState
+from harness.tune.search import Tuner
+from harness.tune.space import Knob, check, moves_for, parse_knob
+
+# ------------------------------------------------------------------ ranges
+
+
+def test_ranges_lists_and_log_ranges_parse_in_order():
+    assert parse_knob("workers=1..16:log").values == (1, 2, 4, 8, 16)
+    assert parse_knob("workers=3..20:log").values == (3, 6, 12, 20)
+    assert parse_knob("n=2..8:2").values == (2, 4, 6, 8)
+    assert parse_knob("n=1..3").values == (1, 2, 3)
+    assert parse_knob("lr=2,0.5,1").values == (0.5, 1, 2)
+    wait = parse_knob("wait=poll,event@learner")
+    assert wait.values == ("poll", "event") and not wait.ordered and wait.group == "learner"
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("workers", "NAME=RANGE"),
+        ("workers=4", "one value is a --set"),
+        ("workers=8..1", "low to high"),
+        ("workers=0..8:log", "starts above 0"),
+        ("x=1..100000", "more than 256"),
+        ("x=0.5..2", "integers"),
+        ("x=a,,b", "empty value"),
+        ("x=a,a", "twice"),
+    ],
+)
+def test_bad_ranges_name_what_is_allowed(text, says):
+    with pytest.raises(UserError, match=says):
+        parse_knob(text)
+
+
+def test_steps_move_along_the_range_and_stop_at_its_ends():
+    knob = parse_knob("w=1..16:log")
+    assert knob.step(4, "up") == 8 and knob.step(4, "down") == 2 and knob.step(16, "up") is None
+    assert knob.step(3, "up") == 4 and knob.step(3, "down") == 2  # from outside the range: the nearest
+    assert knob.step(0, "down") is None and knob.step(4, "up", 2) == 16
+
+
+def test_values_are_checked_by_the_suites_params():
+    from suites.synthetic import SUITE
+
+    (knob,) = check([parse_knob("workers=1,2")], "synthetic", SUITE.params, {})
+    assert knob.values == (1, 2)
+    with pytest.raises(UserError, match="workers"):
+        check([parse_knob("workers=-1,2")], "synthetic", SUITE.params, {})
+    with pytest.raises(UserError, match="given twice"):
+        check([parse_knob("workers=1,2"), parse_knob("workers=3,4")], "synthetic", SUITE.params, {})
+
+
+# ------------------------------------------------------------------ what limits the incumbent
+
+
+def causal_doc(**verdicts: str) -> dict:
+    return {"sensitivity": [{"group": g, "verdict": v, "estimate": 0.5} for g, v in verdicts.items()]}
+
+
+def test_only_critical_groups_limit_and_unknown_verdicts_are_noted():
+    limit = read_limit(causal_doc(server="critical", workers="unknown", main="slack"), [], {"cpu_util_mean": 50}, 2)
+    assert limit.groups == ["server"]
+    assert any("workers unknown" in n for n in limit.notes)
+    assert not limit.saturated
+
+
+def test_the_machine_is_the_limit_only_when_every_group_is_slack_and_the_cores_busy():
+    busy = {"cpu_util_mean": 150.0, "cpu_others_mean": 40.0}
+    assert read_limit(causal_doc(main="slack", workers="competes"), [], busy, 2).saturated
+    assert not read_limit(causal_doc(main="slack", workers="unknown"), [], busy, 2).saturated
+    assert not read_limit(None, [], busy, 2).saturated  # no experiment: not called
+    assert not read_limit(causal_doc(main="slack"), [], {"cpu_util_mean": 60.0}, 2).saturated
+
+
+def test_findings_give_their_symptoms_most_severe_first():
+    findings = [
+        {"rule": "SMALL_BATCHES", "severity": "info", "evidence": {}},
+        {"rule": "BUSY_WAIT", "severity": "warning", "evidence": {"remedy_key": "busy_wait.poll"}},
+    ]
+    assert [symptom_of(f) for f in findings] == ["small_batches", "busy_wait.poll"]
+    assert read_limit(None, findings, {}, 2).symptoms == ["busy_wait.poll", "small_batches"]
+
+
+def test_moves_come_from_relieves_then_the_remedies_advice():
+    words = Vocabulary(
+        relieves={"server": (Move("max_batch", "up"),)},
+        remedies={"server": (Advice("gather=share", {"gather": "share"}), Advice("already", {"inflight": 2}))},
+    )
+    moves = moves_for(words, "server", {"inflight": 2})
+    assert [(m.knob, m.toward) for m in moves] == [("max_batch", "up"), ("gather", "share")]
+
+
+# ------------------------------------------------------------------ proposals
+
+
+def tuner(knobs: list[Knob], words: Vocabulary, start: dict, tmp_path: Path) -> Tuner:
+    from harness.runs.store import RunStore
+
+    state = TuneState("synthetic", {}, knobs, start, TuneOptions())
+    store = RunStore.create(tmp_path, "tune", {})
+    return Tuner(state, lambda values: None, words, store, cores=2, announce=lambda _: None)
+
+
+def test_proposals_follow_the_limit_then_every_knob(tmp_path):
+    knobs = [parse_knob("workers=1..8:log"), parse_knob("max_batch=16..256:log"), parse_knob("gather=full,share")]
+    words = Vocabulary(workers="workers", relieves={"server": (Move("max_batch", "up"), Move("gather", "share"))})
+    t = tuner(knobs, words, {"workers": 2, "max_batch": 64, "gather": "full"}, tmp_path)
+    limit = read_limit(causal_doc(server="critical"), [], {"cpu_util_mean": 50}, 2)
+    trials = t.propose({"workers": 2, "max_batch": 64, "gather": "full"}, limit, None)
+    said = [(x.knob, x.value, x.why.split(" (")[0]) for x in trials]
+    assert said[:2] == [("max_batch", 128, "relieves server"), ("gather", "share", "relieves server")]
+    assert ("workers", 4, "every knob in turn") in said and ("workers", 1, "every knob in turn") in said
+    assert len(said) == len({(k, str(v)) for k, v, _ in said})  # nothing proposed twice
+
+
+def test_a_saturated_machine_gets_no_move_that_adds_work(tmp_path):
+    knobs = [parse_knob("workers=1..8:log"), parse_knob("inflight=1..4")]
+    words = Vocabulary(workers="workers", relieves={"main": (Move("inflight", "up", adds_work=True),)})
+    t = tuner(knobs, words, {"workers": 2, "inflight": 2}, tmp_path)
+    limit = read_limit(causal_doc(main="slack"), [{"rule": "X", "severity": "info"}], {"cpu_util_mean": 190.0}, 2)
+    assert limit.saturated
+    trials = t.propose({"workers": 2, "inflight": 2}, limit, None)
+    assert ("workers", 4) not in [(x.knob, x.value) for x in trials]
+    assert ("inflight", 3) not in [(x.knob, x.value) for x in trials]
+    assert ("workers", 1) in [(x.knob, x.value) for x in trials]  # fewer workers is still a move
+
+
+# ------------------------------------------------------------------ decisions and the end
+
+
+def test_the_decision_needs_the_interval_on_one_side():
+    decide = gain_decider(0.03)
+    assert decide(Interval(4, 0.2, 0.05, 0.3)) == BETTER
+    assert decide(Interval(4, -0.2, -0.4, 0.01)) == WORSE  # cannot be a 3 % gain
+    assert decide(Interval(4, 0.01, -0.1, 0.2)) == "continue"
+    assert decide(Interval(2, 0.5, -math.inf, math.inf)) == "continue"
+
+
+def fake_duel(decisions: dict[str, str]):
+    """A duel that answers from a table keyed by the challenger's slowdown (no processes)."""
+
+    def duel(incumbent, challenger, run_root, opts, min_gain, words=None):
+        decision = decisions[str(challenger["slowdown"])]
+        interval = Interval(7, 0.3, 0.1, 0.5) if decision == BETTER else Interval(7, -0.3, -0.5, -0.1)
+        return Duel(decision, interval, 7, 1.0, "units_per_s", "")
+
+    return duel
+
+
+def test_a_final_ab_that_does_not_confirm_keeps_the_start(tmp_path, monkeypatch):
+    knobs = [parse_knob("slowdown=1,2,4")]
+    t = tuner(knobs, Vocabulary(), {"slowdown": 4}, tmp_path)
+    t.make_cell = lambda values: values
+    t.state.best = {"slowdown": 2}
+    t.state.steps.append(search_module.Step(0, {"slowdown": 4}, 0.0))
+    monkeypatch.setattr(search_module, "duel", fake_duel({"2": WORSE}))
+    t.final()
+    assert t.state.best == {"slowdown": 4}
+    assert t.state.conclusion.startswith("the start stays: the final A/B did not confirm slowdown=2")
+
+
+def test_the_state_survives_its_json(tmp_path):
+    state = TuneState("synthetic", {"kind": "spin"}, [parse_knob("slowdown=1,2,4")], {"slowdown": 4}, TuneOptions())
+    state.steps.append(search_module.Step(0, {"slowdown": 4}, 0.0))
+    state.steps[0].trials.append(search_module.Trial("slowdown", 2, "every knob in turn", {"slowdown": 2}, {"decision": "better"}))
+    again = TuneState.from_json(json.loads(json.dumps(state.to_json())))
+    assert again.to_json() == state.to_json()
+    assert again.tried() == {"slowdown=2"}
+    assert 'params = { kind = "spin", slowdown = 4 }' in again.spec_snippet()
+    assert again.command_line() == "harness sweep --suite synthetic --set kind=spin --set slowdown=4"
+
+
+# ------------------------------------------------------------------ the command
+
+
+def test_bad_input_exits_2_before_anything_runs(cli, tmp_path):
+    for args, says in [
+        (["tune", "synthetic"], "at least one --knob"),
+        (["tune", "synthetic", "--knob", "workers=1"], "one value is a --set"),
+        (["tune", "synthetic", "--knob", "nope=1,2"], "nope"),
+        (["tune", "synthetic", "--knob", "workers=1,2", "--set", "slowdown=1,2"], "one value"),
+        (["tune", "synthetic", "--knob", "workers=1,2", "--budget", "0"], "--budget"),
+    ]:
+        result = cli(*args, "--out", tmp_path)
+        assert result.exit_code == 2, (args, result.output)
+        assert says in result.output, (args, result.output)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_a_tune_finds_the_faster_setting_and_confirms_it(cli, tmp_path):
+    result = cli(
+        "tune", "synthetic", "--set", "slowdown=4", "--knob", "slowdown=1,4", "--causal-budget", "0",
+        "--evidence", "1", "--budget", "200", "--confidence", "0.8", "--seed", "1", "--out", tmp_path, "--quiet",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    doc = json.loads((run / "tune.json").read_text())
+    assert doc["state"] == "finished" and doc["best"] == {"slowdown": 1.0}, doc["conclusion"]
+    assert doc["final"]["decision"] == "better" and doc["final"]["low"] > 2.0
+    assert "slowdown=1.0 runs" in result.output and (run / "report.html").is_file()
