@@ -301,17 +301,32 @@ def _lack_of_fit(n: np.ndarray, logs: list[np.ndarray], model: Usl, pure_dof: in
 
 def _misfit_reason(counts: list[int], logs: list[np.ndarray], model: Usl, p: float, cores: int | None) -> str:
     """Where the curve misses most, by how much, against how far that count's repeats
-    scatter; a break at the core count is named."""
-    misses = np.asarray([v.mean() for v in logs]) - np.log(model.rate(np.asarray(counts, dtype=float)))
+    scatter; and what the misses look like: a rate per worker that rises (superlinear: the
+    USL's terms only take away), or a break at the core count."""
+    means = np.asarray([v.mean() for v in logs])
+    n = np.asarray(counts, dtype=float)
+    misses = means - np.log(model.rate(n))
     worst = int(np.argmax(np.abs(misses)))
     values = np.exp(logs[worst])
     spread = 100.0 * float(np.ptp(values) / np.median(values))
+    off = 100.0 * math.expm1(float(misses[worst]))
     said = (
-        f"the curve misses {counts[worst]} workers by {100.0 * math.expm1(float(misses[worst])):+.0f} % "
+        f"the rate at {_workers([counts[worst]])} lies {abs(off):.0f} % {'above' if off > 0 else 'below'} the curve "
         f"where its {len(values)} repeats spread {spread:.0f} % (lack-of-fit test p {p:.2g})"
     )
-    if cores is not None and counts[0] <= cores < counts[-1]:
-        said += f"; a break at the core count ({cores}) is no USL curve"
+    per_worker = np.diff(means - np.log(n))
+    rising = [i for i, step in enumerate(per_worker) if step > math.log(1.1)]
+    if rising:
+        i = rising[0]
+        said += (
+            f"; the rate per worker rises from {counts[i]} to {counts[i + 1]} workers, which no USL curve does "
+            "(on a shared machine more threads also win more of its CPU)"
+        )
+    elif cores is not None and counts[0] <= cores < counts[-1]:
+        below = max(c for c in counts if c <= cores)
+        above = min(c for c in counts if c > cores)
+        if counts[worst] in (below, above):
+            said += f"; a break at the core count ({cores}) is no USL curve"
     return said
 
 

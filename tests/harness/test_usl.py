@@ -55,6 +55,16 @@ def test_a_cliff_at_the_core_count_does_not_fit():
         found.predict([4])
 
 
+def test_a_superlinear_step_does_not_fit_and_is_named():
+    """The threads backend on the loaded 2-core VM: 22 moves/s at 1 worker, 107 at 2 (more
+    threads won more of the shared CPU), then flat (2026-11-26 sweep, rounded)."""
+    rates = {1: [20.0, 22.0, 25.0], 2: [95.0, 107.0, 120.0], 3: [50.0, 55.0, 60.0], 4: [50.0, 53.0, 56.0]}
+    found = usl.fit(rates | {6: [55.0, 59.0, 64.0], 8: [90.0, 98.0, 105.0]}, cores=2)
+    assert found.status == usl.NO_FIT
+    assert "the rate per worker rises from 1 to 2 workers, which no USL curve does" in found.reason
+    assert "core count" not in found.reason
+
+
 def test_a_peak_is_never_below_one_worker():
     assert usl.Usl(10.0, 1.0, 0.1).peak == 1.0  # fully serial, coherency: one worker is best
     assert usl.Usl(10.0, 0.5, 0.0).peak is None
