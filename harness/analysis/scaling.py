@@ -74,26 +74,26 @@ def fit_group(view: RunView, members: Members, resamples: int = usl.RESAMPLES) -
     rate = view.rate([c for _, c in members])
     data: dict[int, list[float]] = {}
     for count, cell in members:
-        if rate is not None:
-            data.setdefault(count, []).extend(cell.values(rate))
+        data.setdefault(count, []).extend(cell.values(rate) if rate is not None else [])
     counts = sorted(data)
-    if rate is None:
-        found = usl.UslFit(usl.REFUSED, counts, [], [], reason="no rate measured in these cells")
-        return ScalingGroup(first.suite, key, shared, label, rate, list(members), found)
+    refused, doubt = _doubt(members, rate) if rate is not None else ("no rate measured in these cells", None)
+    if refused is not None:
+        found = usl.UslFit(usl.REFUSED, counts, [len(data[c]) for c in counts], [], reason=refused)
+    else:
+        found = usl.fit(data, resamples=resamples, cores=view.cores)
+    return ScalingGroup(first.suite, key, shared, label, rate, list(members), found, doubt)
+
+
+def _doubt(members: Members, rate: str) -> tuple[str | None, str | None]:
+    """What stands against the group's rate: why it may not be fitted at all (its check
+    failed in some cell: every counter was set aside), and the doubts that ride along with
+    a fit (few reports, one rank of a torch.distributed job), from the cells' notes
+    (harness.runs.provenance.cell_note)."""
     notes = {count: note for count, cell in members if (note := provenance.cell_note(cell.records))}
     failed = sorted(c for c, note in notes.items() if provenance.NOTES[provenance.FAILED] in note)
     if failed:
-        found = usl.UslFit(
-            usl.REFUSED,
-            counts,
-            [len(data[c]) for c in counts],
-            [],
-            reason=f"{rate} failed its checks at {_listed(failed)} workers: a curve through it would be a guess",
-        )
-        return ScalingGroup(first.suite, key, shared, label, rate, list(members), found)
-    found = usl.fit(data, resamples=resamples, cores=view.cores)
-    doubt = "; ".join(f"{note} at {count} workers" for count, note in sorted(notes.items())) or None
-    return ScalingGroup(first.suite, key, shared, label, rate, list(members), found, doubt)
+        return f"{rate} failed its checks at {_listed(failed)} workers: a curve through it would be a guess", None
+    return None, "; ".join(f"{note} at {count} workers" for count, note in sorted(notes.items())) or None
 
 
 def _listed(counts: Sequence[int]) -> str:
