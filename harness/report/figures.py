@@ -12,19 +12,25 @@ validating and templating graph_objects costs about 0.3 s a figure, more than dr
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from harness.model.registry import vocabulary_of
 from harness.runs.record import Record, number, spread_of
 from harness.runs.view import varying_params
 
+if TYPE_CHECKING:
+    from harness.analysis.scaling import ScalingGroup
+
 Figure = dict[str, Any]
 
 HEIGHT = 340
+# plotly.js's default colorway, named so a fitted curve and its band take their line's colour
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 _AXIS = {"gridcolor": "#e8e8e8", "zerolinecolor": "#cccccc", "linecolor": "#999999", "automargin": True}
 
 
@@ -79,10 +85,13 @@ def _workers(rec: Record, key: str, cpu_cores: int | None) -> float | None:
     return value if value > 0 else None
 
 
-def scaling_figure(records: list[Record], rate: str, cpu_cores: int | None) -> Figure | None:
+def scaling_figure(
+    records: list[Record], rate: str, cpu_cores: int | None, groups: Sequence[ScalingGroup] = ()
+) -> Figure | None:
     """Median rate against workers (log2 axis; the suite's worker param), one line per
     combination of the other varying params (the backend, typically), error bars spanning
-    min to max of repeats."""
+    min to max of repeats; over each line whose scaling group the USL fits, the fitted
+    curve and its band (harness.analysis.scaling), dashed past the largest count measured."""
     key = vocabulary_of(records[0].suite).workers if records else None
     varying = varying_params(records)
     if key is None or key not in varying:
@@ -97,12 +106,19 @@ def scaling_figure(records: list[Record], rate: str, cpu_cores: int | None) -> F
         lines.setdefault(name, {}).setdefault(x, []).append(y)
     if not lines:
         return None
+    fitted = {" ".join(f"{p}={g.params.get(p)}" for p in others) or rate: g for g in groups if g.rate == rate}
     data = []
     ticks: set[float] = set()
-    for name, points in lines.items():
+    tops = []
+    for i, (name, points) in enumerate(lines.items()):
+        colour = COLOURS[i % len(COLOURS)]
         xs = sorted(points)
         ticks.update(xs)
         stats = [_spread(points[x]) for x in xs]
+        tops.append(max(st[2] for st in stats))
+        group = fitted.get(name)
+        if group is not None and group.fit.ok:
+            data += usl_traces(group, esc(name), colour)
         data.append(
             {
                 "type": "scatter",
@@ -110,19 +126,79 @@ def scaling_figure(records: list[Record], rate: str, cpu_cores: int | None) -> F
                 "x": xs,
                 "y": [st[0] for st in stats],
                 "name": esc(name),
+                "line": {"color": colour},
+                "marker": {"color": colour},
                 "customdata": [[len(points[x])] for x in xs],
                 "hovertemplate": key + " %{x}<br>median %{y:.4g}<br>repeats %{customdata[0]}",
                 **_error(stats),
             }
         )
     tickvals = sorted(ticks)
-    return figure(
-        data,
-        f"{rate} against {key} (median; bars: min-max of repeats)",
-        f"{key} (log2 axis)",
-        rate,
-        xaxis={"type": "log", "tickvals": tickvals, "ticktext": [f"{t:g}" for t in tickvals]},
+    drawn = any(t.get("meta") == "usl-curve" for t in data)
+    title = f"{rate} against {key} (median; bars: min-max of repeats"
+    title += "; USL fit, its 95 % band, dashed past the counts measured)" if drawn else ")"
+    layout: dict[str, Any] = {"type": "log", "tickvals": tickvals, "ticktext": [f"{t:g}" for t in tickvals]}
+    yaxis = {"range": [0, 1.3 * max(tops)]} if drawn else {}  # a band far past the data would flatten it
+    return figure(data, title, f"{key} (log2 axis)", rate, xaxis=layout, yaxis=yaxis)
+
+
+def usl_traces(group: ScalingGroup, name: str, colour: str) -> list[dict[str, Any]]:
+    """A fitted group's band (two edges, the upper filled down to the lower) and curve:
+    solid over the counts measured, dashed one doubling past them (or to just past the
+    peak, when it lies within two doublings)."""
+    found = group.fit
+    top = max(found.counts)
+    end = 2.0 * top
+    if found.peak is not None and top < found.peak.value <= 4.0 * top:
+        end = max(end, min(1.25 * found.peak.value, 4.0 * top))
+    grid = np.unique(np.concatenate([np.geomspace(min(found.counts), end, 80), found.counts]))
+    band = found.predict(grid)
+    xs = grid.tolist()
+    edge = {"type": "scatter", "mode": "lines", "line": {"width": 0, "color": colour}, "hoverinfo": "skip"}
+    out = []
+    if band.low is not None and band.high is not None:
+        out += [
+            {**edge, "x": xs, "y": band.low.tolist(), "showlegend": False, "legendgroup": name, "meta": "usl-band"},
+            {
+                **edge,
+                "x": xs,
+                "y": band.high.tolist(),
+                "fill": "tonexty",
+                "fillcolor": _translucent(colour),
+                "name": f"{name}: USL 95 % band",
+                "legendgroup": name,
+                "meta": "usl-band",
+            },
+        ]
+    inside, past = grid <= top, grid >= top
+    curve = {"type": "scatter", "mode": "lines", "legendgroup": name, "hovertemplate": "USL %{x:.3g}: %{y:.4g}"}
+    out.append(
+        {
+            **curve,
+            "x": grid[inside].tolist(),
+            "y": band.rate[inside].tolist(),
+            "line": {"color": colour, "width": 1.5},
+            "name": f"{name}: USL fit",
+            "meta": "usl-curve",
+        }
     )
+    out.append(
+        {
+            **curve,
+            "x": grid[past].tolist(),
+            "y": band.rate[past].tolist(),
+            "line": {"color": colour, "width": 1.5, "dash": "dash"},
+            "name": f"{name}: USL past the counts measured",
+            "showlegend": False,
+            "meta": "usl-extrapolated",
+        }
+    )
+    return out
+
+
+def _translucent(colour: str, alpha: float = 0.18) -> str:
+    r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
 
 
 def bars_figure(records: list[Record], rate: str) -> Figure | None:

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.analysis import scaling
 from harness.diagnosis.findings import severity_rank
 from harness.model.registry import vocabulary_of
 from harness.report import evidence, figures, where
@@ -201,10 +202,17 @@ def _rate_cell(rec: Record, metric: str) -> Any:
 
 
 def suite_section(
-    run_dir: Path, meta: dict[str, Any], suite: str, records: list[Record], charts: Charts, view: SuiteView | None
+    run_dir: Path,
+    meta: dict[str, Any],
+    suite: str,
+    records: list[Record],
+    charts: Charts,
+    view: SuiteView | None,
+    run_view: RunView | None = None,
 ) -> str:
     """One suite's section. `records` are its records and the repeats the run planned but
-    never ran; `view` (None when nothing of the suite ran) gives the headline and warnings."""
+    never ran; `view` (None when nothing of the suite ran) gives the headline and warnings,
+    `run_view` the scaling fits drawn over the scaling chart."""
     parts = [f'<section class="suite" id="suite-{esc(suite)}"><h2>Suite {esc(suite)}</h2>']
     ids = {r.id for r in records}
     bad = [r for r in records if not r.ok]
@@ -216,8 +224,9 @@ def suite_section(
 
     parts.append("<h3>Scaling</h3>")
     fig = None
+    groups = scaling.of_suite(run_view, suite) if run_view is not None else []
     if rate:
-        fig = figures.scaling_figure(records, rate, meta.get("cpu_cores"))
+        fig = figures.scaling_figure(records, rate, meta.get("cpu_cores"), groups)
         kind = "scaling"
         if fig is None:
             fig, kind = figures.bars_figure(records, rate), "throughput"
@@ -225,6 +234,8 @@ def suite_section(
         parts.append(charts.embed(fig, kind))
     else:
         parts.append('<p class="note">No successful cell reported a throughput (a *_per_s metric).</p>')
+    for group in groups:
+        parts.append(f'<p class="note usl">{esc(scaling.line(group))}</p>')
 
     series = []
     for rec in records:
@@ -313,7 +324,7 @@ def render_run(run_dir: Path, view: RunView) -> str:
     if not suites:
         parts.append('<p class="note">This run has no cells yet.</p>')
     for suite, recs in suites.items():
-        parts.append(suite_section(run_dir, meta, suite, recs, charts, view.suites.get(suite)))
+        parts.append(suite_section(run_dir, meta, suite, recs, charts, view.suites.get(suite), view))
     return page(f"report: {meta.get('label') or run_dir.name}", parts)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.analysis import scaling
 from harness.diagnosis.findings import severity_rank
 from harness.model.numbers import readable
 from harness.report import evidence
@@ -58,6 +59,8 @@ def cells_table(view: RunView) -> list[str]:
             ]
             lines.append(_row(cells))
         lines.append("")
+        fitted = [f"- {md(scaling.line(g))}" for g in scaling.of_suite(view, str(suite))]
+        lines += [*fitted, ""] if fitted else []
     return lines
 
 

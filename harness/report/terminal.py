@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from harness.analysis import scaling
 from harness.report import evidence
 from harness.runs import provenance
 from harness.runs.results import param_columns
@@ -66,6 +67,8 @@ def render(view: RunView, console: Console | None = None) -> None:
             console.print(f"[dim]headline[/dim] {escape(words.provenance)}", highlight=False)
         for warning in words.spread_warnings:
             console.print(f"[yellow]warning[/yellow]: {escape(warning)}", highlight=False)
+        for group in scaling.of_suite(view, str(suite)):
+            console.print(escape(scaling.line(group)), highlight=False)
 
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}

@@ -7,9 +7,10 @@ charts; the cells regrouped by the HTML page and again by the spread warnings. T
 of one run could then disagree. Here each fact has one function, and `RunView` holds what
 they give for a run: its cells, each suite's headline rate and the params that vary, the
 medians (CellGroup.spread, harness.runs.record), the repeats that disagree, and the
-findings once the diagnosis has filled them in, and whether a rate may carry a verdict
-(`doubt`). The terminal, CSV, markdown and HTML writers, `harness diagnose`, `harness
-history` and the progress line all read it.
+findings and the scaling fits once the diagnosis and harness.analysis.scaling have filled
+them in (both live a layer above: the view keeps what they computed, once), and whether a
+rate may carry a verdict (`doubt`). The terminal, CSV, markdown and HTML writers, `harness
+diagnose`, `harness history` and the progress line all read it.
 """
 
 from __future__ import annotations
@@ -113,13 +114,15 @@ class SuiteView:
 
 @dataclass
 class RunView:
-    """A run as every reader sees it. `findings` is None until a diagnosis filled it."""
+    """A run as every reader sees it. `findings` is None until a diagnosis filled it,
+    `scaling` until harness.analysis.scaling.fits(view) did (each scaling group's USL)."""
 
     records: list[Record]
     cores: int
     meta: dict[str, Any] = field(default_factory=dict)
     findings: list[Any] | None = None
     refused: list[Any] = field(default_factory=list)  # findings their evidence could not carry (diagnosis.needs.Refusal)
+    scaling: list[Any] | None = None
 
     @cached_property
     def cells(self) -> list[CellGroup]:

@@ -202,3 +202,32 @@ def test_report_lays_out_without_horizontal_overflow(page, tmp_path, width):
     assert shot.stat().st_size > 10_000  # the findings table was drawn
     text = page.inner_text("#findings")
     assert "games_per_s 10.44 @4 -> 3.991 @128 workers (0.3824x, 95 % CI 0.3138-0.4538)" in text
+
+
+# The scaling chart's fitted band and curves as Chromium drew them: the band a filled path,
+# the part past the counts measured a dashed line (plotly.js's own SVG classes).
+USL_DRAWN_JS = """() => {
+  const chart = document.querySelector('.chart[data-chart="scaling"]');
+  const fills = Array.from(chart.querySelectorAll('path.js-fill')).filter((p) => (p.getAttribute('d') || '').length > 20);
+  const dashed = Array.from(chart.querySelectorAll('path.js-line'))
+    .filter((p) => /stroke-dasharray/.test(p.getAttribute('style') || '') && (p.getAttribute('d') || '').length > 20);
+  const box = fills.length ? fills[0].getBBox() : {width: 0, height: 0};
+  const legend = Array.from(chart.querySelectorAll('.legendtext')).map((t) => t.textContent);
+  return {fills: fills.length, dashed: dashed.length, width: box.width, height: box.height, legend};
+}"""
+
+
+def test_the_scaling_fit_and_its_band_are_drawn_in_chromium(page, tmp_path):
+    from harness.report.html import write_html
+    from harness.runs.view import build_view
+    from tests.harness.test_scaling import scaling_records, stored
+
+    run_dir = stored(tmp_path / "runs", scaling_records())
+    report = write_html(run_dir, build_view(RunStore.open(run_dir).records(), RunStore.open(run_dir).meta()))
+    seen = open_report(page, report)
+    assert seen["problems"] == []
+    drawn = page.evaluate(USL_DRAWN_JS)
+    assert drawn["fills"] == 2 and drawn["dashed"] == 2, drawn  # one band and one dashed tail per backend
+    assert drawn["width"] > 100 and drawn["height"] > 5, drawn  # a band, not a hairline
+    assert "backend=threads: USL 95 % band" in drawn["legend"] and "backend=threads: USL fit" in drawn["legend"]
+    assert "USL demo backend=threads (games_per_s over workers 1, 2, 4, 8, 16" in page.inner_text("#suite-demo")

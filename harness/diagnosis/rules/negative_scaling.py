@@ -7,11 +7,14 @@ count measured (a dip at 8 workers that 32 and 128 climb out of is not contentio
 least two repeats a side the bootstrap interval of the ratio of medians must lie wholly below
 1 - TOLERANCE; with one repeat the point ratio must lie below 1 - MARGIN (a shared machine is
 noisy). A program that runs as a torch.distributed job prints one rank's rate: the hint says
-so, with the job's totals (the rate times its ranks) beside the rates compared.
+so, with the job's totals (the rate times its ranks) beside the rates compared. The hint
+quotes the group's USL fit (harness.analysis.scaling): kappa and the peak, or why the
+model says nothing (it does not fit, or the rate failed its checks).
 """
 
 from __future__ import annotations
 
+from harness.analysis import scaling
 from harness.diagnosis.findings import Finding, fmt
 from harness.diagnosis.needs import COMPARED, Needs
 from harness.model.stats import ratio_of_medians, verdict
@@ -59,6 +62,8 @@ def check(view: RunView) -> list[Finding]:
         words = members[0][1].vocabulary
         backend = members[0][1].params.get(words.backend) if words.backend else None
         via = f" with {words.backend}={backend}" if backend is not None else ""
+        group = scaling.of_cells(view, [c.id for _, c in members])
+        fitted = scaling.quote(group) if group is not None else ""
         out.append(
             Finding(
                 RULE,
@@ -66,9 +71,10 @@ def check(view: RunView) -> list[Finding]:
                 sorted({d[1].id for d in drops} | {d[3].id for d in drops}),
                 f"{rate} falls from {fmt(best.median(rate))} at {best_w} workers to {fmt(cell.median(rate))} at "
                 f"{workers}{via} ({interval['ratio']:.2f}x): {words.remedy('negative_scaling', REMEDY)}; "
-                f"run {best_w} workers, or a backend that shares less" + _per_rank(rate, best, cell),
+                f"run {best_w} workers, or a backend that shares less" + fitted + _per_rank(rate, best, cell),
                 {
                     "rate": rate,
+                    **({"usl": scaling.summary(group)} if group is not None and fitted else {}),
                     "medians": {str(w): c.median(rate) for w, c in members},
                     "drops": [
                         {
