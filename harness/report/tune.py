@@ -42,6 +42,9 @@ def trail_rows(doc: dict[str, Any]) -> list[list[str]]:
 
 def summary_lines(doc: dict[str, Any]) -> list[str]:
     lines = [f"result: {doc.get('conclusion') or '-'}"]
+    scaling = doc.get("scaling")
+    if scaling:
+        lines.append(f"the worker axis ({scaling.get('knob')}): {scaling.get('said')}")
     if doc.get("machine_limit"):
         lines.append(f"the machine was the limit: {doc['machine_limit']}")
     if doc.get("ended_by"):

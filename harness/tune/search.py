@@ -33,6 +33,7 @@ from harness.running.matrix import Cell
 from harness.runs.files import write_json_atomic
 from harness.runs.store import RunStore
 from harness.runs.view import headline_rate
+from harness.tune import workers
 from harness.tune.bottleneck import Limit
 from harness.tune.duel import BETTER, duel
 from harness.tune.evidence import gather
@@ -57,6 +58,7 @@ class Tuner:
         self.cores, self.announce = cores, announce
         self._began = time.monotonic() - state.elapsed_s
         self._block_s: list[float] = []
+        self._model: Any = None  # the worker axis's USL fit (harness.tune.workers), this session's
         self._adds_work = {m.knob for moves in words.relieves.values() for m in moves if m.adds_work}
         if words.workers:
             self._adds_work.add(words.workers)
@@ -117,6 +119,7 @@ class Tuner:
             state.steps.append(step)
             self.announce(f"step {step.index}: incumbent {describe(incumbent)}")
             limit = self.evidence(step)
+            self.model_workers(incumbent)
             trials = self.propose(incumbent, limit, state.steps[-2] if len(state.steps) > 1 else None)
             if not trials:
                 state.conclusion = "every move of every knob was tried from this incumbent"
@@ -162,6 +165,34 @@ class Tuner:
         self.save()
         return found.limit
 
+    def worker_knob(self) -> Knob | None:
+        """The suite's worker count among the knobs, with enough values for a curve."""
+        name = self.words.workers
+        knob = next((k for k in self.state.knobs if k.name == name and k.ordered), None)
+        return knob if knob is not None and len(knob.values) >= workers.FIRST_COUNTS else None
+
+    def model_workers(self, incumbent: dict[str, Any]) -> None:
+        """Once per tune, when the worker count is a knob: the USL over the incumbent's
+        worker axis (harness.tune.workers), if the budget holds it beside a step's A/B."""
+        knob = self.worker_knob()
+        if knob is None or self.state.scaling is not None:
+            return
+        cost = (workers.FIRST_COUNTS + workers.MORE_COUNTS) * workers.REPEATS * (self.state.options.evidence_s + 10)
+        if self.left() - self.final_reserve() < cost + self.duel_time():
+            self.state.scaling = {
+                "knob": knob.name,
+                "said": f"not modelled: the budget left does not hold {cost:.0f} s of cells",
+            }
+            self.announce(f"  the worker axis: {self.state.scaling['said']}")
+            return
+        found, rates = workers.model_the_axis(
+            self.make_cell, incumbent, knob, self.store, self.state.options.evidence_s, self.cores, self.announce
+        )
+        self.state.scaling = {"knob": knob.name, "fit": found.to_json(), "rates": rates, "said": workers.said(found)}
+        self._model = found
+        self.announce(f"  the worker axis: {workers.said(found)}")
+        self.save()
+
     def trial(self, step: Step, trial: Trial, budget: float) -> None:
         opts = self.state.options
         trial.started_s = self.elapsed()
@@ -198,6 +229,13 @@ class Tuner:
             """A move that adds work while the machine is the limit."""
             return limit.saturated and knob.name in self._adds_work and toward == "up"
 
+        model, knob = self._model, self.worker_knob()
+        if model is not None and knob is not None:
+            pointed = workers.proposal(model, knob, incumbent[knob.name])
+            if pointed is not None and not blocked(
+                knob, "up" if float(pointed[0]) > float(incumbent[knob.name]) else "down"
+            ):
+                add(knob, pointed[0], pointed[1])
         if previous is not None and previous.adopted is not None:
             last = previous.trials[previous.adopted]
             knob = knobs[last.knob]

@@ -217,3 +217,30 @@ def test_a_tune_finds_the_faster_setting_and_confirms_it(cli, tmp_path):
     assert doc["state"] == "finished" and doc["best"] == {"slowdown": 1.0}, doc["conclusion"]
     assert doc["final"]["decision"] == "better" and doc["final"]["low"] > 2.0
     assert "slowdown=1.0 runs" in result.output and (run / "report.html").is_file()
+
+
+# ------------------------------------------------------------------ the worker axis
+
+
+def test_the_worker_axis_starts_from_counts_spread_along_it_with_the_current_one():
+    from harness.tune.workers import first_counts
+
+    knob = parse_knob("workers=1..32:log")
+    assert first_counts(knob, 1) == [1, 4, 8, 32] or first_counts(knob, 1) == [1, 4, 16, 32]
+    assert 2 in first_counts(knob, 2) and len(first_counts(knob, 2)) == 4
+    assert first_counts(parse_knob("workers=1..3"), 2) == [1, 2, 3]
+
+
+def test_the_model_proposes_its_peak_and_says_so():
+    from harness.analysis import usl
+    from harness.tune.workers import proposal
+
+    rates = {n: [10 * n / (1 + 0.05 * (n - 1) + 0.02 * n * (n - 1)) * f for f in (0.98, 1.02)] for n in (1, 2, 4, 8, 16)}
+    found = usl.fit(rates)
+    knob = parse_knob("workers=1..16:log")
+    value, why = proposal(found, knob, 1)
+    assert value == 8 and why.startswith("the scaling model's peak")  # N* = sqrt(0.95 / 0.02) = 6.9
+    assert proposal(found, knob, 8) is None  # already there: nothing new to try
+    flat = usl.fit({n: [10 * n * f for f in (0.98, 1.02)] for n in (1, 2, 4, 8)})
+    value, why = proposal(flat, parse_knob("workers=1..8:log"), 2)
+    assert value == 8 and "no peak" in why
