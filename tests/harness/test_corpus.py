@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,7 @@ def test_every_capture_loads_and_says_its_truth():
         assert not meta.get("wrong_on_main") or meta.get("wrong_why"), f"{folder.name}: wrong_on_main without wrong_why"
         header, chunks = read_capture(_output(folder))
         assert header["argv"] and chunks, folder.name
-        assert all(b[0] >= a[0] for a, b in zip(chunks, chunks[1:])), f"{folder.name}: chunks out of time order"
+        assert all(b[0] >= a[0] for a, b in pairwise(chunks)), f"{folder.name}: chunks out of time order"
 
 
 def test_the_headline_is_the_hand_computed_rate(replayed):
