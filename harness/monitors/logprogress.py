@@ -12,7 +12,9 @@ counters' rates (`<counter>_per_s`, their drift), the headline (`headline_rate`,
 `headline_check`, `headline_provenance`), what was read (`progress_*`) and the printed
 rates the `<n> <unit>/s` pattern did not already give join the watch's record. The
 counters' window is the probe's: `progress_warmup_s` of it went to warm-up and
-`progress_measure_s` were measured, inside the watch's `measure_s`.
+`progress_measure_s` were measured, inside the watch's `measure_s`. Where no counter gave a
+finite rate but the log printed rates (a short watch that ended in the counters' warm-up),
+the printed rates stay the watch's throughput: only `progress_*` is added.
 """
 
 from __future__ import annotations
@@ -96,6 +98,10 @@ class LogProgress:
             if name.startswith("printed_") and not _log_names(name) & printed_already:
                 kept[name] = value
         self.metrics = kept
+        if self.rate() is None and printed_already:
+            # no counter gave a rate (a short watch ended in the counters' warm-up) but the log
+            # printed rates: those stay the watch's throughput; what was read is still said
+            self.metrics = {k: v for k, v in kept.items() if k.startswith("progress_") or k.startswith("printed_")}
         self.warnings = [w for w in self.probe.warnings if not w.startswith((NOTHING_COUNTED, NO_RATE))]
 
     def rate(self) -> float | None:

@@ -291,3 +291,18 @@ def test_the_readers_warnings_reach_the_watch_but_not_their_no_throughput():
     assert any("is not a counter to sum" in w for w in progress.warnings)
     assert not any(w.startswith(("no throughput", "no progress counter")) for w in progress.warnings)
     assert progress.rate() is None
+
+
+def test_a_short_watch_keeps_the_printed_rate_where_the_counter_gave_none():
+    """busy_poll's 4 s watch ended in its `step` counter's warm-up: the printed `steps/s`
+    stays the watch's throughput (no NaN headline over it), and what was read is said."""
+    clock = capture.ReplayClock()
+    monitor = LogRatesMonitor([], fed=True, clock=clock)
+    for i in range(1, 7):
+        clock.t = 0.6 * i
+        monitor.take(f"step {10 * i} ({12.5 + i} steps/s)\n".encode())
+    monitor.finish()
+    metrics = monitor.result().metrics
+    assert metrics["log_steps_per_s"] == pytest.approx(16.0)
+    assert "headline_rate" not in metrics and "steps_per_s" not in metrics
+    assert "too few readings" in metrics["progress_provenance"] and monitor.silence("x") is None
