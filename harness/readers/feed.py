@@ -16,7 +16,11 @@ provenance (`headline_provenance`, `headline_check`, `progress_provenance`). A w
 error line is not a progress report: its numbers are not read.
 
 A logged value (a loss, an episode return) is recorded from its second sighting on: one
-said once is configuration, not a series. The program's own printed rate (`fps`, `it/s`) is kept as `printed_<name>`, its median over
+said once is configuration, not a series. A counter's series that turns out a value (a
+negative reading, scores per report: harness.readers.series) is logged as a value from then
+on, and its `<name>_per_s` is unknown. The seconds a program prints for one unit of a
+counter (`lap` readings: neat-python's `Generation time: 3.681 sec`) are summed into its
+clock for the checks, where each lap is one unit (harness.readers.checks.lap_clock). The program's own printed rate (`fps`, `it/s`) is kept as `printed_<name>`, its median over
 the measured window, and `printed_<name>_vs_counted` (printed / counted) for the finest
 counter of its unit: `fps = steps / time_elapsed` is a running average since the start,
 which hides drift and mixes warm-up into the window.
