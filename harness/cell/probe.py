@@ -396,11 +396,15 @@ class Probe:
     def _window_samples(self) -> list[tuple[float, dict[str, float]]]:
         """The measured window's samples, at least half a period apart: samples taken while
         workers shut down (after the window's closing sample) show the shutdown, not a drift,
-        and forced samples at phase changes can sit a few ms from a periodic one."""
+        forced samples at phase changes can sit a few ms from a periodic one, and samples of
+        a window the warm-up restarted (a program's first counter grew 70 s after its start,
+        the warm-up cap long passed: EvoTorch's drift spanned 141 s of a 53 s window) are not
+        this window's."""
         measured: list[tuple[float, dict[str, float]]] = []
         end = (self._measure_end if self._measure_end is not None else self._clock()) - self._t0
+        start = (self._measure_start if self._measure_start is not None else end) - self._t0
         for t, phase, counts in self._samples:
-            if phase == "warmup" or t > end:
+            if phase == "warmup" or t > end or t < start:
                 continue
             if not measured or t - measured[-1][0] >= 0.5 * self._period:
                 measured.append((t, counts))

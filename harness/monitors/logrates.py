@@ -7,12 +7,16 @@ other monitor. A program the harness starts is read from its output as it arrive
 (`take`, handed each chunk by the pipe that writes its capped log): the rates go on past the
 log's cap, stamped on arrival. Every match of the default pattern is a rate named
 by its unit: `log_<unit>_per_s` (per second) or `log_<unit>_per_min` (per minute; per hour
-becomes per minute). A user pattern (`--rate-regex`) needs a group named `value` (or
-exactly one group); groups `unit` and `per` name it the same way, else it is `log_rate`.
-A log with no rate line gives no throughput, and `silence` says so: its first GROWTH_LINES
-lines also go through the progress readers (harness.readers.growing), so the warning names
-the counters and values that grew, with the `harness sweep` (and its `--progress`) that
-would count them.
+becomes per minute); the pattern is the readers' (harness.readers.sentences.PER_UNIT), so
+`231646 effective words/s` is `log_effective_words_per_s`. A user pattern (`--rate-regex`)
+needs a group named `value` (or exactly one group); groups `unit` and `per` name it the same
+way, else it is `log_rate`.
+
+Every line also goes through the progress readers as a sweep cell's would
+(harness.monitors.logprogress): the counters the program prints (`EPOCH 3`, `frames: 256`)
+give the record its `<counter>_per_s` and headline, with their checks. A log that gave
+neither a rate line nor a counter's rate gives no throughput, and `silence` says so, naming
+the values that grew with the `harness sweep --progress ...` that would count them.
 
 Metrics per rate: its median over the run, its drift (`<rate>_drift_pct_per_min` and
 `_drift_se`, the least-squares slope as in harness.model.stats, so the DRIFT rule reads a log
@@ -27,21 +31,18 @@ import re
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
 from harness.model.stats import drift_pct_per_min
 from harness.monitors.base import MonitorResult, SamplingMonitor
-from harness.readers import line_readers
-from harness.readers.growing import Growing
+from harness.monitors.logprogress import LogProgress
+from harness.readers.sentences import PER_UNIT
 
-DEFAULT_PATTERN = (
-    r"(?P<value>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z][A-Za-z_.-]*?)\s*"
-    r"(?:/|\bper\s+)(?P<per>s|sec|secs|second|seconds|min|mins|minute|minutes|h|hr|hour|hours)\b"
-)
+DEFAULT_PATTERN = PER_UNIT.pattern  # `33.4 iter/s`, `68.3 games/min`, `231646 effective words/s`
 PERIOD_S = 0.2
-GROWTH_LINES = 20_000  # lines read for counters and values that grew, while no rate line came
 _PER = {"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s"}
 _PER.update({k: "min" for k in ("min", "mins", "minute", "minutes")})
 _PER.update({k: "h" for k in ("h", "hr", "hour", "hours")})
@@ -82,7 +83,7 @@ def parse_line(line: str, patterns: list[re.Pattern[str]]) -> list[tuple[str, fl
             groups = match.groupdict()
             raw = groups.get("value") if "value" in groups else match.group(1)
             try:
-                value = float(raw)
+                value = float(raw.replace(",", ""))  # `12,345 steps/s`
             except (TypeError, ValueError):
                 continue
             name, factor = rate_name(groups.get("unit"), groups.get("per"))
@@ -102,7 +103,9 @@ class LogRatesMonitor(SamplingMonitor):
         user_pattern: re.Pattern[str] | None = None,
         from_start: bool = True,
         fed: bool = False,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`clock`: what the progress readers stamp each line with (a replay's own time in tests)."""
         super().__init__(PERIOD_S)
         self.paths = paths
         self.fed = fed  # output comes through `take`
@@ -117,7 +120,7 @@ class LogRatesMonitor(SamplingMonitor):
         self._lock = threading.Lock()  # `take` runs on the log's thread
         self._closed = False
         self._take_cpu_s = 0.0  # parsing in `take`, on the log's thread
-        self.growing = Growing(line_readers())  # what grew in a log with no rate line: what a cell would count
+        self.progress = LogProgress(clock)  # the program's counters, read as a sweep cell reads them
 
     def begin(self, root_pid: int) -> bool:
         for path in self.paths:
@@ -126,12 +129,16 @@ class LogRatesMonitor(SamplingMonitor):
 
     def sample(self) -> None:
         self.read_once()
+        with self._lock:
+            if not self._closed:
+                self.progress.tick()
 
     def finish(self) -> None:
         self.read_once(final=True)  # the last line, whether or not it ended
         with self._lock:
             self._parse(None, b"", final=True)
             self._closed = True  # output after the window is not the window's
+            self.progress.finish(printed_already={name for _, name, _ in self.points})
 
     def take(self, data: bytes) -> None:
         """A chunk of the program's output, as it arrives (its parsing counts in the
@@ -170,26 +177,23 @@ class LogRatesMonitor(SamplingMonitor):
             if found:
                 self.rate_lines += 1
                 self.points += [(wall, name, value) for name, value in found]
-            elif not self.rate_lines and self.lines <= GROWTH_LINES:
-                self.growing.read(line)
+            self.progress.line(line)
 
     def silence(self, command: str) -> str | None:
-        """The warning for a log that printed no rate: no throughput, why, and what to pass
-        (None when a rate was read, or no log was followed). `command`: the program's, for
-        the flags to paste."""
-        if self.rate_lines or (not self.paths and not self.fed):
+        """The warning for a log that gave no throughput, neither a printed rate nor a
+        counter's rate: why, and what to pass (None when a rate was read, or no log was
+        followed). `command`: the program's, for the flags to paste."""
+        if self.rate_lines or (not self.paths and not self.fed) or self.progress.rate() is not None:
             return None
         shape = "the --rate-regex given" if self.patterns[0].pattern != DEFAULT_PATTERN else "`<n> <unit>/s`"
-        said = [
-            f"no throughput: none of its {self.lines} lines of output held a rate ({shape}), and watch reads only printed rates"
-        ]
-        counters = self.growing.candidates("counter")[:3]
+        counters = self.progress.feed.counters
         if counters:
-            names = ", ".join(f"`{g.key}` ({g.first:g} -> {g.last:g})" for g in counters)
-            said.append(
-                f"it printed counters that grew ({names}): a cell counts them, `harness sweep --duration 60 -- {command}`"
-            )
-        for grown in self.growing.candidates("value")[:3]:
+            keys = ", ".join(f"`{self.progress.feed.series_of(n).key}`" for n in counters)
+            why = f"the counters it printed ({keys}) gave no rate (progress_provenance says why)"
+        else:
+            why = "no progress counter was recognised"
+        said = [f"no throughput: none of its {self.lines} lines of output held a rate ({shape}), and {why}"]
+        for grown in self.progress.growing.candidates("value")[:3]:
             said.append(
                 f"`{grown.key}` grew ({grown.first:g} -> {grown.last:g}): `harness sweep --duration 60 {grown.choice()} -- {command}` counts it"
             )
@@ -215,5 +219,6 @@ class LogRatesMonitor(SamplingMonitor):
                 # the time the rates cover: each line's rate is over the gap before it
                 gap = statistics.median(b[0] - a[0] for a, b in zip(points, points[1:], strict=False))
                 metrics[f"{name}_drift_span_s"] = points[-1][0] - points[0][0] + gap
+        metrics.update(self.progress.metrics)
         metrics["log_monitor_cpu_s"] = self.own_cpu_s + self._take_cpu_s
         return MonitorResult(metrics=metrics, series=list(self.points))

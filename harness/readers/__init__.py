@@ -3,8 +3,9 @@ values (harness.readers.feed) as it runs. One module per shape, behind the two p
 of harness.readers.protocol:
 
     lines: pattern (the user's --progress regex), jsonlines (JSON objects), table (`| key |
-           value |` rows), progress_bar (tqdm, rich), sentences (`Iteration 4500 (33.4
-           iter/s)`, `After 51200 frames`), pairs (`key=value`, `key: value`)
+           value |` rows), columns (a header of names, then rows of numbers: DEAP's Logbook),
+           progress_bar (tqdm, rich), sentences (`Iteration 4500 (33.4 iter/s)`, `After 51200
+           frames`, `Generation time: 3.6 sec`), pairs (`key=value`, `key: value`)
     files: csvfile (CSV progress files), tensorboard (event files)
 
 `line_readers()` gives them in the order they are tried on a line (the first to find a name
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.readers.columns import Columns
 from harness.readers.csvfile import CsvFile
 from harness.readers.feed import Feed
 from harness.readers.jsonlines import JsonLines
@@ -37,7 +39,7 @@ def patterns(specs: str) -> list[Pattern]:
 def line_readers(specs: str = "") -> list[LineReader]:
     """The user's --progress patterns first: what they name is taken from any line, a JSON
     object's or a table row's too (those readers claim their lines from the readers after them)."""
-    return [*patterns(specs), JsonLines(), Table(), ProgressBar(), Sentences(), Pairs()]
+    return [*patterns(specs), JsonLines(), Table(), Columns(), ProgressBar(), Sentences(), Pairs()]
 
 
 def file_readers(specs: str, cwd: Path) -> list[FileReader]:

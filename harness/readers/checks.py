@@ -8,7 +8,9 @@ cell, against what else the program said about the same progress:
   `total_timesteps`, `avg_envstep_per_sec` beside `total_envstep_count`), preferring one of
   the same bar or line;
 - its own clock (tqdm's elapsed `[00:12<`, a logged `time_elapsed`) on the same report: the
-  counter's growth per second of the program's clock;
+  counter's growth per second of the program's clock; or, where it prints how long each unit
+  took (neat-python's `Generation time: 3.681 sec` beside `Running generation 4`), those
+  seconds summed into its clock, when each lap is one unit of the counter (`lap_clock`);
 - other counters of the same thing (`env_step` and `total_timesteps` both count environment
   steps).
 
@@ -38,7 +40,7 @@ SET_ASIDE = 2.0  # counted more than this many times another source: not the hea
 CLOCK_MIN_S = 10.0  # seconds of the program's clock a check needs (tqdm prints whole seconds)
 SAME_REPORT_S = 0.05  # a clock printed this close to a counter's sighting is of the same report
 _UNITLESS_STEP_RATES = {"fps", "sps"}  # `fps`, `SPS`: frames or steps per second, unit unsaid
-_STEP_LIKE = {"frames", "samples", "timesteps", "steps", "transitions"}
+_STEP_LIKE = {"frames", "samples", "timesteps", "steps", "interactions", "transitions"}
 
 Outcome = Literal["agrees", "differs", "set aside"]
 
@@ -130,3 +132,28 @@ def _close(stretch: list[float], units: float, seconds: float) -> tuple[float, f
     if stretch[1] >= CLOCK_MIN_S:
         return units + stretch[0], seconds + stretch[1]
     return units, seconds
+
+
+def lap_clock(laps: list[tuple[float, float]], sightings: list[Sighting]) -> list[tuple[float, float]] | None:
+    """The program's own clock from the seconds it printed for each unit of a counter
+    (`laps`: (t, seconds), neat-python's `Generation time: 3.681 sec`), summed: (t, elapsed)
+    for clock_rate. Only when each lap is one unit: between every two laps with a reading of
+    the counter on the same report, the counter grew by exactly one per lap (a `step_time`
+    printed every 100 steps is the time of one step, not of the report, and is no clock).
+    None otherwise, or with under two such reports."""
+    if len(laps) < 2 or not sightings:
+        return None
+    times = [s.t for s in sightings]
+    clock: list[tuple[float, float]] = []
+    paired: list[tuple[int, float]] = []  # (laps summed so far, the counter on the same report)
+    elapsed = 0.0
+    for k, (t, seconds) in enumerate(laps, start=1):
+        elapsed += seconds
+        clock.append((t, elapsed))
+        near = sightings[bisect.bisect_left(times, t - SAME_REPORT_S) : bisect.bisect_right(times, t + SAME_REPORT_S)]
+        if near:
+            paired.append((k, near[-1].value))
+    steps = [(v1 - v0, k1 - k0) for (k0, v0), (k1, v1) in zip(paired, paired[1:], strict=False)]
+    if not steps or any(grew != laps_between for grew, laps_between in steps):
+        return None
+    return clock

@@ -16,7 +16,11 @@ provenance (`headline_provenance`, `headline_check`, `progress_provenance`). A w
 error line is not a progress report: its numbers are not read.
 
 A logged value (a loss, an episode return) is recorded from its second sighting on: one
-said once is configuration, not a series. The program's own printed rate (`fps`, `it/s`) is kept as `printed_<name>`, its median over
+said once is configuration, not a series. A counter's series that turns out a value (a
+negative reading, scores per report: harness.readers.series) is logged as a value from then
+on, and its `<name>_per_s` is unknown. The seconds a program prints for one unit of a
+counter (`lap` readings: neat-python's `Generation time: 3.681 sec`) are summed into its
+clock for the checks, where each lap is one unit (harness.readers.checks.lap_clock). The program's own printed rate (`fps`, `it/s`) is kept as `printed_<name>`, its median over
 the measured window, and `printed_<name>_vs_counted` (printed / counted) for the finest
 counter of its unit: `fps = steps / time_elapsed` is a running average since the start,
 which hides drift and mixes warm-up into the window.
@@ -32,13 +36,14 @@ import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from harness.readers.checks import SET_ASIDE, Check, clock_rate, paired_printed, printed_median
+from harness.readers.checks import SET_ASIDE, Check, clock_rate, lap_clock, paired_printed, printed_median
 from harness.readers.growing import Growing
 from harness.readers.protocol import FileReader, LineReader, Reading
 from harness.readers.series import STALE_S, SWITCH_AFTER, Series
-from harness.readers.words import family, is_clock, rank
+from harness.readers.words import family, is_clock, rank, unit_of
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours and cursor moves of loggers and bars
 SHOWN_VALUES = 4  # value names listed in progress_recognised, of however many
@@ -48,6 +53,10 @@ _NOT_PROGRESS = re.compile(
     r"\b(?:WARNING|WARN|ERROR|CRITICAL|FATAL)\b|^\W{0,2}[WEF]\d{4} |\b[A-Z]\w*(?:Warning|Error|Exception):"
     r"|^\s*(?i:warning|error)\s*:|^Traceback \(most recent"
 )
+
+# How the feed's warnings of a cell with no throughput begin (harness watch says it its own way)
+NOTHING_COUNTED = "no progress counter recognised"
+NO_RATE = "no throughput can be computed"
 
 _CONTINUED = re.compile(r"^\s{4,}\S")  # an indented line: the record above it goes on
 # Ray's log deduplication: one line printed for several processes' alike lines, the last one's numbers
@@ -82,6 +91,7 @@ class Feed:
         self._values_seen: set[str] = set()
         self._printed: dict[str, list[tuple[float, float, str, str]]] = defaultdict(list)  # (t, value, phase, slot)
         self._clocks: list[tuple[float, float]] = []  # (t, the program's elapsed seconds)
+        self._laps: dict[str, list[tuple[float, float]]] = defaultdict(list)  # counter -> (t, seconds of one unit)
         self.checks: dict[str, list[Check]] = {}
         self.growing = Growing()  # values that grew: --progress choices when no counter is read
         self.doubted: set[str] = set()  # index-like counters no second source agreed with: no rate
@@ -149,6 +159,8 @@ class Feed:
             self._printed[reading.name].append((now, reading.value, phase, reading.slot))
         elif reading.kind == "clock":
             self._clocks.append((now, reading.value))
+        elif reading.kind == "lap":
+            self._laps[reading.name].append((now, reading.value))
         else:
             self.growing.see(reading, reader)
             if is_clock(reading.name):
@@ -175,6 +187,9 @@ class Feed:
                 reading.name, slot, reader, reading.key or reading.name, source
             )
         units = series.see(reading.value, phase, now, *said_by)
+        if series.kind == "value":  # a fitness, a score: logged as a value from now on, never counted
+            self._apply_one(replace(reading, kind="value"), now, source, reader)
+            return
         counted_slot = self._counted_slot.get(reading.name)
         if counted_slot is None:
             if units <= 0:
@@ -226,8 +241,14 @@ class Feed:
 
     def _in_doubt(self, name: str) -> bool:
         """An index (harness.readers.series) no second source agreed with; while the program
-        runs, before its checks, any index."""
-        return name in self.doubted or (not self.checks and self.series_of(name).index is not None)
+        runs, before its checks, any index; a counter whose readings turned out a value."""
+        series = self.series_of(name)
+        return self._no_rate_from(name) or (not self.checks and series.index is not None)
+
+    def _no_rate_from(self, name: str) -> bool:
+        """A counter whose sum is no rate: an index no source agreed with, or a value (a
+        negative reading, scores per report) that grew as a counter before it was known."""
+        return name in self.doubted or self.series_of(name).kind == "value"
 
     def series_of(self, name: str) -> Series:
         return self._series[(name, self._counted_slot[name])]
@@ -271,7 +292,7 @@ class Feed:
             # between its first and last reports in the window, as one reads a log by hand: a
             # report every 10 s cut by the window's edges would be off by up to a report. An
             # index's sum is no rate: unknown (NaN: no report, chart or rule takes it)
-            self.probe.set(f"{name}_per_s", math.nan if name in self.doubted else rate)
+            self.probe.set(f"{name}_per_s", math.nan if self._no_rate_from(name) else rate)
         if self.fixed_headline is None and self._grown:
             passed = [n for n in self._grown if n in rates and not self._set_aside(n)]
             self._choose_headline(passed or self._grown)
@@ -290,9 +311,9 @@ class Feed:
                 self.probe.set("progress_set_aside", "; ".join(f"{n}: {self._why_aside(n)}" for n in aside))
         if not self._grown:
             self.probe.warn(self._nothing_counted())
-        elif all(n in self.doubted or n not in rates for n in self._grown) and self.fixed_headline is None:
-            self.probe.warn(self._no_rate())
-        if not self._grown or all(n in self.doubted for n in self._grown):
+        elif all(self._no_rate_from(n) or n not in rates for n in self._grown) and self.fixed_headline is None:
+            self.probe.warn(self._no_rate(rates))
+        if not self._grown or all(self._no_rate_from(n) for n in self._grown):
             # what the terminal and the report say under the table (harness.runs.provenance)
             self.probe.set("progress_advice", self._where_progress_is())
 
@@ -307,7 +328,11 @@ class Feed:
                 label = f"printed {printed.removeprefix('printed_')}{same}"
                 checks.append(Check(label, medians[printed], rates[name] / medians[printed]))
         series = self.series_of(name)
-        by_clock = clock_rate(series.points, self._clocks, series.kind == "increments", since)
+        increments = series.kind == "increments"
+        by_clock = clock_rate(series.points, self._clocks, increments, since)
+        laps = [lap for unit, laps in self._laps.items() if unit_of(unit) == unit_of(name) for lap in laps]
+        if by_clock is None and (clock := lap_clock(sorted(laps), series.points)):
+            by_clock = clock_rate(series.points, clock, increments, since)  # neat-python's `Generation time`s
         if by_clock is not None and by_clock[0] > 0:
             label = f"growth by the program's own numbers and clock ({by_clock[1]:.0f} s)"
             checks.append(Check(label, by_clock[0], rates[name] / by_clock[0]))
@@ -335,6 +360,8 @@ class Feed:
 
     def _why_aside(self, name: str) -> str:
         series = self.series_of(name)
+        if series.not_a_count is not None:
+            return f"not a count: {series.not_a_count}; no rate"
         if series.index is not None:
             return f"{series.index}, and no second source agrees with its sum: no rate"
         if series.kind == "ambiguous":
@@ -368,6 +395,8 @@ class Feed:
         where = series.reader + (f", {series.source}" if series.source != "output" else "")
         if rate is None:
             head = f"{name}_per_s (too few readings in the window)"
+        elif series.kind == "value":
+            head = f"{name}_per_s unknown (not a count)"
         elif name in self.doubted:
             head = f"{name}_per_s unknown (summed, {rate:.4g}/s: not a rate)"
         else:
@@ -383,9 +412,9 @@ class Feed:
         per reader, plus the files read: why a rate is, or is not, there."""
         parts = []
         for reader, seen in sorted(self.by_reader.items()):
-            order = {"counter": 0, "rate": 1, "clock": 2}  # what the rate comes from first
+            order = {"counter": 0, "rate": 1, "clock": 2, "lap": 3}  # what the rate comes from first
             kept = [key for key in seen if not key.startswith("value ")]
-            items = [f"{key} x{seen[key]}" for key in sorted(kept, key=lambda k: (order.get(k.split()[0], 3), k))]
+            items = [f"{key} x{seen[key]}" for key in sorted(kept, key=lambda k: (order.get(k.split()[0], 4), k))]
             values = sorted(key.removeprefix("value ") for key in seen if key.startswith("value "))
             if values:
                 shown = ", ".join(values[:SHOWN_VALUES]) + (", ..." if len(values) > SHOWN_VALUES else "")
@@ -398,18 +427,28 @@ class Feed:
 
     def _nothing_counted(self) -> str:
         files = f"; {'; '.join(r.describe() for r in self.file_readers)}" if self.file_readers else ""
-        return (
-            f"no progress counter recognised in {self.lines_read} lines of output{files}: no throughput can be "
-            f"computed. {self._where_progress_is()}"
-        )
+        return f"{NOTHING_COUNTED} in {self.lines_read} lines of output{files}: {NO_RATE}. {self._where_progress_is()}"
 
-    def _no_rate(self) -> str:
-        """Every counter found was an index: the cell has no throughput, and says what to pass."""
+    def _no_rate(self, rates: dict[str, float]) -> str:
+        """No counter gave a rate: every one was an index (or a value), and the cell says what
+        to pass; or some had too few readings in the window (DEAP's 40 generations in 1.5 s,
+        all of them in the warm-up), and the cell says that."""
         names = ", ".join(f"`{self.series_of(n).key}`" for n in self._grown)
+        if any(n not in rates and not self._no_rate_from(n) for n in self._grown):
+            return (
+                f"{NO_RATE}: the counters read in {self.lines_read} lines of output ({names}) changed under twice "
+                "in the measured window (the program ended during warm-up, or reports more rarely than the window "
+                "is long); a longer run, or a longer --duration, gives them a rate"
+            )
         return (
-            f"no throughput can be computed: every counter read in {self.lines_read} lines of output ({names}) is an "
+            f"{NO_RATE}: every counter read in {self.lines_read} lines of output ({names}) is an "
             f"index, not progress (see above). {self._where_progress_is()}"
         )
+
+    @property
+    def counters(self) -> list[str]:
+        """The counters that grew, in the order they did."""
+        return list(self._grown)
 
     def _where_progress_is(self) -> str:
         """The advice: the values that grew as ready --progress flags, then the forms there are."""

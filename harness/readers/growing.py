@@ -5,7 +5,7 @@ A program's progress may sit under a word that names no unit (`processed=12800`,
 `done: 4500`, `| seen | 10240 |`, `{"handled": 77}`): the readers record it as a value, and
 a cell ends with no counter. A value that never fell and grew GROWTHS_MIN times or more is a
 candidate (its clock aside: `elapsed` grows too, and is what the counter's rate is checked
-against); the warning names the most grown first, each as `--progress 'NAME=REGEX'`, a
+against; and a statistic: DEAP's `max` fitness grew 64 -> 100, and counts nothing); the warning names the most grown first, each as `--progress 'NAME=REGEX'`, a
 pattern that reads that key's number in the shape its reader found it (pairs, a table row,
 a JSON key), so pasted as it is it counts that number.
 """
@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.readers.protocol import LineReader, Reading
-from harness.readers.words import is_clock, leaf, snake
+from harness.readers.protocol import Reading
+from harness.readers.words import is_clock, is_statistic, leaf, snake
 
 GROWTHS_MIN = 3  # a number seen to grow this often, and never to fall, may be progress
 SHOWN = 3  # candidates a warning names
@@ -72,16 +71,15 @@ class Grown:
 
 class Growing:
     """Follows the values (and counters) readers found, by name, and says which grew like
-    progress. A feed hands it its readings; `harness watch`, which reads only printed rates,
-    hands it whole lines (`read`), to say what a cell would have counted."""
+    progress. A feed hands it its readings (a sweep cell's, and `harness watch`'s through
+    harness.monitors.logprogress)."""
 
-    def __init__(self, readers: Sequence[LineReader] = ()) -> None:
+    def __init__(self) -> None:
         self._seen: dict[tuple[str, str], Grown] = {}  # (kind, name) -> its sightings
-        self._readers = list(readers)  # what `read` reads lines with
 
     def see(self, reading: Reading, reader: str) -> None:
-        if reading.kind not in ("value", "counter") or is_clock(reading.name):
-            return
+        if reading.kind not in ("value", "counter") or is_clock(reading.name) or is_statistic(reading.name):
+            return  # a clock grows too; a `max` or a `best` fitness that grows is no progress
         grown = self._seen.get((reading.kind, reading.name))
         if grown is None:
             if len(self._seen) < MAX_TRACKED:
@@ -90,17 +88,6 @@ class Growing:
                 )
             return
         grown.see(reading.value)
-
-    def read(self, line: str) -> None:
-        """One line of output through the line readers given (the first to find a name keeps it)."""
-        taken: set[str] = set()
-        for reader in self._readers:
-            found = [r for r in reader.read(line) if r.name not in taken]
-            for reading in found:
-                taken.add(reading.name)
-                self.see(reading, reader.name)
-            if found and getattr(reader, "exclusive", False):
-                break
 
     def candidates(self, kind: str = "value") -> list[Grown]:
         """Values (or counters) that never fell and grew GROWTHS_MIN times or more, the most

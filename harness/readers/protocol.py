@@ -13,14 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-Kind = Literal["counter", "rate", "value", "clock"]
+Kind = Literal["counter", "rate", "value", "clock", "lap"]
 
 
 @dataclass(frozen=True)
 class Reading:
     """One number a reader found. `name` is metric-safe (snake_case); a rate's `value` is per
     second whatever the program printed (per minute and per hour are converted); a `clock` is
-    the program's own elapsed seconds (tqdm's `[00:12<...]`), held against the harness's.
+    the program's own elapsed seconds (tqdm's `[00:12<...]`), held against the harness's; a
+    `lap` the seconds the program says one unit of a counter took, named as that counter
+    (neat-python's `Generation time: 3.681 sec` is a lap of `generations`): summed, its clock.
 
     `key` is the text the program labelled it with (`env_step`, `it`), for the record's
     provenance. `slot` says which of the program's reports it came from, when one name can

@@ -14,6 +14,12 @@ than twice as often as they reach new highs, is increments: from then on each re
 often as it reaches new highs is neither (two running totals under one name, taking turns):
 `ambiguous`, and the feed keeps it out of the headline.
 
+Some numbers under a counter's word are no count at all: a **value** (`value`, with the
+reason in `not_a_count`) is a series that read a negative number (a count never is: EvoTorch's
+`pop_best_eval : -969.14`, a fitness), or one whose readings fall and rise like increments but
+are not whole numbers (a score per report; an amount of things per report is a whole count).
+The feed reads such a series as a logged value from then on, and no rate rests on it.
+
 Some numbers under a counter's word count nothing the window can be rated by: an index
 within a unit of work (a move within a game, an evaluation's `episode 0..9`, a simulated
 game's number within one move's search) restarts at every unit, and several workers' indices
@@ -58,7 +64,7 @@ BURST_SHARE = 0.5  # ... this share of them: bursts unrelated to the clock
 EVIDENCE_MIN = 8  # readings before the successor and burst shares say anything
 BARS = ("progress_bar",)  # readers whose counter is a bar's n of its total
 
-SeriesKind = Literal["level", "increments", "ambiguous"]
+SeriesKind = Literal["level", "increments", "ambiguous", "value"]
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,8 @@ class Series:
     processes: set[str] = field(default_factory=set)  # the processes a runtime's prefix named (a few)
     successors: int = 0  # readings one more than one of the RECENT before
     bursts: int = 0  # readings within BURST_S of the one before
+    whole: bool = True  # every reading a whole number (increments must be)
+    not_a_count: str | None = None  # why its readings are a value, not a count (kind "value")
     _recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
     _last_t: float | None = None
 
@@ -130,8 +138,10 @@ class Series:
         if process and len(self.processes) < RECENT:
             self.processes.add(process)
         self._evidence(value, t)
+        if value < 0 and self.kind != "value":
+            self._not_a_count(f"it read {value:g}: a count is never negative")
         was, restarts = self.kind, self.restarts
-        units = self._units(value)
+        units = 0.0 if self.kind == "value" else self._units(value)
         if self.restarts > restarts and phase == "measure":
             self.restarts_measured += 1
         if len(self.history) < MAX_KEPT:
@@ -153,8 +163,12 @@ class Series:
     def _evidence(self, value: float, t: float) -> None:
         """What the reading says of the series' nature: one more than a recent reading
         (counting up), in a burst with the one before."""
-        if value == int(value) and value - 1 in self._recent:
+        whole = value == int(value)
+        self.whole = self.whole and whole
+        if whole and value - 1 in self._recent:
             self.successors += 1
+        if self.kind == "increments" and not whole:
+            self._not_a_count(f"it fell and rose like amounts per report, but read {value:g}: amounts are whole counts")
         self._recent.append(value)
         if self._last_t is not None and t - self._last_t <= BURST_S:
             self.bursts += 1
@@ -278,9 +292,16 @@ class Series:
         if self.drops < DROPS_FOR_A_VERDICT or self.restarts:
             return
         if self.drops > 2 * self.highs_after_drop:  # mostly down and up again, rarely a new high
-            self.kind = "increments"
+            if self.whole:
+                self.kind = "increments"
+            else:  # a score per report: it falls and rises, and counts no things
+                self._not_a_count("it falls and rises, and its readings are not whole numbers (a score, not amounts)")
         elif self.drops >= DROPS_FOR_A_VERDICT + 1:  # new highs as often as drops: two totals taking turns
             self.kind = "ambiguous"
+
+    def _not_a_count(self, why: str) -> None:
+        self.kind = "value"
+        self.not_a_count = why
 
     @property
     def undecided(self) -> bool:
@@ -302,7 +323,12 @@ class Series:
 
     def describe(self) -> str:
         """`a level, 412 sightings, 2 restarts` for the record's provenance."""
-        what = {"level": "a level", "increments": "increments per report", "ambiguous": "ambiguous"}[self.kind]
+        what = {
+            "level": "a level",
+            "increments": "increments per report",
+            "ambiguous": "ambiguous",
+            "value": "a value",
+        }[self.kind]
         notes = [f"{self.sightings} sightings"]
         if self.restarts:
             notes.append(f"{self.restarts} restart{'s' if self.restarts > 1 else ''}")
@@ -310,6 +336,8 @@ class Series:
             notes.append(f"{self.falls} fall{'s' if self.falls > 1 else ''} without a restart, not counted")
         if self.undecided:
             notes.append(f"dropped {self.drops}x: not yet judged a running total or increments")
+        if self.not_a_count is not None:
+            notes.append(f"not a count: {self.not_a_count}")
         if self.index is not None:
             notes.append(f"an index, not progress: {self.index}")
         return f"{what}, {', '.join(notes)}"

@@ -21,31 +21,33 @@ from harness.readers.protocol import Kind
 
 # The last word of a counter's key, finest unit first (its rank in HEADLINE_ORDER).
 _COUNTER_FORMS = (
-    "frame frames sample samples step steps timestep timesteps transition transitions "
+    "frame frames sample samples step steps timestep timesteps interaction interactions transition transitions "
     "move moves token tokens eval evals evaluation evaluations node nodes "
     "iteration iterations iter iters it update updates batch batches rollout rollouts "
-    "episode episodes game games epoch epochs generation generations round rounds"
+    "episode episodes game games epoch epochs generation generations gen gens round rounds"
 ).split()
 # singular (or abbreviation) -> plural, as pairs: `Iteration 4500` counts iterations
 COUNTER_WORDS = frozenset(_COUNTER_FORMS)
 _PLURAL = dict(
     pair.split(":")
     for pair in (
-        "frame:frames sample:samples step:steps timestep:timesteps transition:transitions move:moves "
+        "frame:frames sample:samples step:steps timestep:timesteps interaction:interactions "
+        "transition:transitions move:moves "
         "token:tokens eval:evals evaluation:evaluations node:nodes iteration:iterations iter:iterations "
         "iters:iterations it:iterations update:updates batch:batches rollout:rollouts episode:episodes "
-        "game:games epoch:epochs generation:generations round:rounds"
+        "game:games epoch:epochs generation:generations gen:generations gens:generations round:rounds"
     ).split()
 )
 # Coarser units later: a program that counts frames and episodes is judged by its frames.
 HEADLINE_ORDER = (
-    "frames samples timesteps steps transitions tokens moves evals evaluations nodes iterations updates "
+    "frames samples timesteps steps interactions transitions tokens moves evals evaluations nodes iterations updates "
     "batches rollouts episodes games rounds generations epochs"
 ).split()
 # Words that make a counter-looking key something else: `ep_len_mean` is a value,
-# `steps_per_second` a rate, `time_elapsed` a value.
-_NOT_A_COUNT = set("mean avg average median std min max rate per time elapsed loss len length ratio".split())
-_RATE_WORDS = {"fps", "sps", "ips", "tps", "throughput"}
+# `steps_per_second` a rate, `time_elapsed` a value, EvoTorch's `pop_best_eval` a fitness.
+_STATISTICS = frozenset("mean avg average median std min max best worst".split())  # of some other number
+_NOT_A_COUNT = set("rate per time elapsed loss len length ratio".split()) | _STATISTICS
+RATE_WORDS = frozenset({"fps", "sps", "ips", "tps", "throughput"})
 # Words that say "how many" around a unit (`total_envstep_count`, `num_frames`): not the unit
 _HOW_MANY = {"total", "count", "counts", "num", "number", "n", "cumulative", "cum"}
 # Unit words that also end compound words (`envstep`, `agentsteps`, `trainsamples`)
@@ -87,7 +89,7 @@ def kind_of(key: str) -> Kind:
     tokens = name.split("_")
     if not tokens or not name:
         return "value"
-    if _RATE_FORMS.search(name) or _RATE_WORDS & set(tokens):
+    if _RATE_FORMS.search(name) or RATE_WORDS & set(tokens):
         return "rate"
     if _NOT_A_COUNT & set(tokens):
         return "value"
@@ -111,6 +113,12 @@ def _unit_word(tokens: list[str]) -> str | None:
         if last.endswith(ending) and len(last) > len(ending) + 1:
             return _PLURAL.get(ending, ending)
     return None
+
+
+def is_statistic(key: str) -> bool:
+    """A statistic of some other number (`max`, `ep_rew_mean`, `pop_best_eval`): it may grow,
+    but it counts nothing."""
+    return bool(_STATISTICS & set(snake(leaf(key)).split("_")))
 
 
 def is_clock(key: str) -> bool:
@@ -170,7 +178,7 @@ def rate_unit(printed: str) -> str:
     return unit_of("_".join(words))
 
 
-_FAMILIES = {"timesteps": "steps"}
+_FAMILIES = {"timesteps": "steps", "interactions": "steps"}  # EvoTorch's interactions are environment steps
 
 
 def family(counter: str) -> str:

@@ -7,7 +7,9 @@ torch hook, PYTHONUNBUFFERED so its log lines arrive as they are printed) and th
 markers; its output goes through a pipe into the log, capped as a cell's is
 (harness.running.cell_log), and on to the log-rate monitor as it arrives; at the duration
 (or Ctrl-C, or SIGTERM) the instruments are stopped first, so the window holds only what the
-program did, then its whole tree is ended as a cell's is. A
+program did, then its whole tree is ended as a cell's is. The log monitor reads the output
+as a sweep cell's readers do (harness.monitors.logprogress): the record's headline is the
+program's counter, checked, with the readers' warnings among the watch's. A
 process attached with `--pid` is only read: nothing is sent to it, and the recorders
 detach when the window ends. The record's suite is the harness's own `watch`
 (harness.model.vocabulary.OWN_VOCABULARIES says how to read it).
@@ -221,6 +223,7 @@ def watch(
         warnings.append(f"pid {root} ended while it was watched")
     if written is not None and (note := written.warning()):
         warnings.append(note)
+    warnings += instruments.log.progress.warnings  # the readers' of the program's counters (an index, a check)
     if (silent := instruments.log.silence(params["command"])) is not None:
         warnings.append(silent)  # no throughput, and what would give one
     if world is not None:

@@ -143,3 +143,21 @@ def test_drift_ignores_samples_taken_while_workers_shut_down():
         probe.count("iterations", 1)
     metrics = probe.finish()
     assert metrics["iterations_per_s_drift_pct_per_min"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_drift_leaves_out_the_samples_of_a_window_the_warm_up_restarted():
+    """A program's first counter grew long after the warm-up cap (EvoTorch: 70 s of Ray's
+    start-up): the samples of the window that opened then closed again are not this window's."""
+    clock = FakeClock()
+    probe = Probe(duration_s=None, warmup_s=1.0, clock=clock, series_period_s=1)
+    for _ in range(20):  # the cap passes while nothing is counted: a window opens on nothing
+        clock.t += 1
+        probe.should_stop()
+    probe.phase("warmup")  # the first counter grew: the warm-up starts again
+    for _ in range(15):  # a steady 50/s
+        clock.t += 1
+        probe.count("iterations", 50)
+        probe.should_stop()
+    metrics = probe.finish()
+    assert metrics["iterations_per_s_drift_span_s"] <= 14.0
+    assert metrics["iterations_per_s_drift_pct_per_min"] == pytest.approx(0.0, abs=1e-6)
