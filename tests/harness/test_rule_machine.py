@@ -106,3 +106,30 @@ def test_crowding_reads_the_share_of_the_machines_cores():
     old = make_record("e", {"warmup_reason": "the run ended during warm-up"})  # a record without measure_s
     assert crowding.unmeasured(build_view([old], META).cells) == ["e"]
 
+
+# ------------------------------------------------------------------ SERIALIZATION's floor
+NEAT = {"ipc_share": 0.4947, "ipc_share_growth": 1.79, "write_size_growth": 124.0, "ipc_role": "server",
+        "stacks_samples": 4000, "stacks_threads": 9}  # fmt: skip
+
+
+def serialization(metrics: dict) -> list:
+    record = make_record("5db8acbd56", {"measure_s": 30.0, **metrics}, {"workers": 2}, suite="command")
+    return [f for f in diagnose([record], META) if f.rule == "SERIALIZATION"]
+
+
+def test_serialization_blames_no_process_that_was_hardly_busy():
+    """neat-python's driver at 2 workers: 49 % of its busy time pickling, while it used 0.037
+    of a core, 80 % blocked on the pool whose workers computed 78-81 % of theirs."""
+    assert serialization({**NEAT, "ipc_cores": 0.037}) == []
+    old = {**NEAT, "watch_roles": {"server": {"processes": 1, "cpu_cores": 0.037}}}  # recorded before ipc_cores
+    assert serialization(old) == []
+    (busy,) = serialization({**NEAT, "ipc_cores": 0.93})  # full_state.py's main: 0.93 cores wanted
+    assert "49 % of the busy time (0.93 cores)" in busy.hint and busy.evidence["ipc_cores"] == 0.93
+    assert serialization(NEAT)  # a suite's own signals, no cores to go by: as before
+
+
+def test_the_cores_a_role_wanted_are_read_before_those_it_got():
+    from harness.watch.signals import _wanted
+
+    assert _wanted({"cpu_cores": 0.2, "runnable_cores": 0.93}) == 0.93
+    assert _wanted({"cpu_cores": 0.2}) == 0.2 and _wanted({}) == 0.0
