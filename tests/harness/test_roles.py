@@ -5,6 +5,8 @@ Pool whose workers py-spy sampled only in part. The command lines are those the 
 
 from __future__ import annotations
 
+import time
+
 from harness.watch import roles
 from harness.watch.roles import Proc
 
@@ -141,3 +143,30 @@ def test_unsampled_pool_workers_take_their_siblings_entry():
     assigned = roles.assign(procs, {3: "<module>", 5: "worker", 6: "worker"})
     assert [assigned[p] for p in (5, 6, 7, 8)] == [roles.WORKERS] * 4
     assert roles.CHILDREN not in assigned.values()
+
+
+def test_a_process_that_retitles_itself_is_read_again():
+    """A Ray worker starts as default_worker.py (a helper's script) and takes its actor's title
+    later: EvoTorch's two EvaluationActors, read once at first sight, were filed as helpers."""
+    import subprocess
+
+    import psutil
+
+    from harness.monitors.procstat import ProcStatMonitor
+
+    worker = f"{RAY}/_private/workers/default_worker.py"  # in the shell's command line until it execs
+    script = f": {worker}; sleep 0.4; exec -a 'ray::EvaluationActor.evaluate' sleep 5"
+    proc = subprocess.Popen(["bash", "-c", script])  # the same pid, retitled
+    try:
+        monitor = ProcStatMonitor()
+        monitor._sample_process(psutil.Process(proc.pid))
+        assert roles.is_helper(monitor.procs[proc.pid].cmdline)  # not yet an actor: Ray's own
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and roles.ray_title(monitor.procs[proc.pid].cmdline) != "EvaluationActor":
+            time.sleep(0.1)
+            monitor._sample_process(psutil.Process(proc.pid))
+        assert monitor.procs[proc.pid].cmdline == ["ray::EvaluationActor.evaluate", "5"]
+        assert not roles.is_helper(monitor.procs[proc.pid].cmdline)
+    finally:
+        proc.kill()
+        proc.wait()
