@@ -82,7 +82,6 @@ SIGNALS: dict[str, str] = {
     "wakeups_hz": "value: that thread's voluntary context switches per second (wake-ups)",
     "ipc_share": "value: share of busy thread time spent (un)pickling and sending, over the last third of the run (the role where it is largest)",
     "ipc_share_growth": "value: ipc_share over the last third divided by that over the first third",
-    "ipc_cores": "value: cores the processes of that role wanted (ran or sat runnable; else used), summed",
     "write_size_growth": "value: bytes per write call over the last third / the first third (the process that writes the most)",
     "gil_wait_share": "value: share of busy thread time spent waiting for the GIL (the process where it is largest)",
     "gil_threads": "value: threads of that process that wanted a CPU, on average",

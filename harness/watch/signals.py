@@ -27,7 +27,7 @@ PROCESS_TABLE_MAX = 64
 # The signals only the stacks give: absent when py-spy saw nothing (harness.monitors.blind).
 FROM_STACKS = (
     "sleep_share", "sleep_process", "sleep_site", "gil_wait_share", "gil_threads", "gil_cpu_cores", "gil_process",
-    "ipc_share", "ipc_share_growth", "ipc_role", "ipc_site", "ipc_cores", "worker_wait_pct",
+    "ipc_share", "ipc_share_growth", "ipc_role", "ipc_site", "worker_wait_pct",
 )  # fmt: skip
 MIN_THIRD_BUSY_S = 0.2  # busy seconds a role needs in the first and last third to compare them
 MIN_GIL_BUSY_S = 0.5
@@ -50,9 +50,7 @@ def _rates(info: ProcInfo) -> dict[str, float]:
     }
 
 
-def _runnable_cores(
-    info: ProcInfo, threads: Mapping[tuple[int, int], list[tuple[float, float, float, int]]]
-) -> float | None:
+def _runnable_cores(info: ProcInfo, threads: Mapping[tuple[int, int], list[tuple[float, float, float, int]]]) -> float | None:
     """Cores the process's threads ran or sat runnable in the run queue, on average over its
     samples (schedstat): what it wanted, where its CPU is what it got. A worker that computes
     without pause on a crowded machine gets a tenth of a core and wants a whole one (watched
@@ -66,13 +64,6 @@ def _runnable_cores(
         if pid == info.pid and len(samples) >= 2:
             wanted += (samples[-1][1] + samples[-1][2]) - (samples[0][1] + samples[0][2])
     return wanted / (s[-1][0] - s[0][0])
-
-
-def _wanted(rates: Mapping[str, float]) -> float:
-    """Cores a process wanted (ran or sat runnable), else those it got: the busy time a
-    share of it is a share of (a process given a tenth of a core on a crowded machine may
-    want a whole one)."""
-    return rates.get("runnable_cores", rates.get("cpu_cores", 0.0))
 
 
 def _write_size(info: ProcInfo) -> tuple[float, float, float] | None:
@@ -229,7 +220,6 @@ def collect(
         metrics["ipc_share"] = share_late
         metrics["ipc_share_growth"] = share_late / share_early
         metrics["ipc_role"] = role
-        metrics["ipc_cores"] = sum(_wanted(rates[p]) for p in pids)
         site = _top_sites([line for p in pids for line in by_pid.get(p, [])]).get(IPC)
         if site:
             metrics["ipc_site"] = site
@@ -253,9 +243,7 @@ def collect(
                 waiting[str(p)] = round(100.0 * float(arr[:, _WAIT_COLS].sum() / arr.sum()), 1)
         if waiting:
             metrics["worker_wait_pct"] = waiting
-        runnable = {
-            str(p): round(100.0 * rates[p]["runnable_cores"], 2) for p in workers if "runnable_cores" in rates[p]
-        }
+        runnable = {str(p): round(100.0 * rates[p]["runnable_cores"], 2) for p in workers if "runnable_cores" in rates[p]}
         if runnable:
             metrics["worker_runnable_pct"] = runnable
         others = [p for p in program_pids if roles.get(p) != WORKERS]

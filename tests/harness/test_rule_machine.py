@@ -117,19 +117,21 @@ def serialization(metrics: dict) -> list:
     return [f for f in diagnose([record], META) if f.rule == "SERIALIZATION"]
 
 
-def test_serialization_blames_no_process_that_was_hardly_busy():
+def roles_using(**cores: float) -> dict:
+    return {"watch_roles": {role: {"processes": 1, "cpu_cores": c} for role, c in cores.items()}}
+
+
+def test_serialization_blames_no_process_the_program_hardly_spends_time_in():
     """neat-python's driver at 2 workers: 49 % of its busy time pickling, while it used 0.037
-    of a core, 80 % blocked on the pool whose workers computed 78-81 % of theirs."""
-    assert serialization({**NEAT, "ipc_cores": 0.037}) == []
-    old = {**NEAT, "watch_roles": {"server": {"processes": 1, "cpu_cores": 0.037}}}  # recorded before ipc_cores
-    assert serialization(old) == []
-    (busy,) = serialization({**NEAT, "ipc_cores": 0.93})  # full_state.py's main: 0.93 cores wanted
-    assert "49 % of the busy time (0.93 cores)" in busy.hint and busy.evidence["ipc_cores"] == 0.93
-    assert serialization(NEAT)  # a suite's own signals, no cores to go by: as before
-
-
-def test_the_cores_a_role_wanted_are_read_before_those_it_got():
-    from harness.watch.signals import _wanted
-
-    assert _wanted({"cpu_cores": 0.2, "runnable_cores": 0.93}) == 0.93
-    assert _wanted({"cpu_cores": 0.2}) == 0.2 and _wanted({}) == 0.0
+    of a core (15 % of the program's), 80 % blocked on the pool whose workers computed 78-81 %
+    of theirs (the recorded roles: the capture wrapper was `main`, the driver `server`)."""
+    neat = roles_using(main=0.009, server=0.037, workers=0.2, harness=0.012)
+    assert serialization({**NEAT, **neat}) == []
+    live = roles_using(main=0.03, workers=0.187, helper=0.013, harness=0.018)  # roles fixed, at load 20
+    assert serialization({**NEAT, "ipc_role": "main", **live}) == []
+    # tests/programs/full_state.py's main at load 7: 0.197 cores got, 72 % of the program's
+    (full,) = serialization({**NEAT, "ipc_role": "main", **roles_using(main=0.197, workers=0.077)})
+    assert "49 % of the busy time (0.197 cores, 72 % of the program's CPU)" in full.hint
+    (alone,) = serialization({**NEAT, **roles_using(server=0.9, workers=4.0)})  # a core's worth, beside 4 busy
+    assert alone.evidence["role_cores"] == 0.9
+    assert serialization(NEAT)  # a suite's own signals, no roles to go by: as before
