@@ -6,9 +6,13 @@ at the program's first progress, so a program whose first report comes late open
 measured window late: EvoTorch on Ray reported its first generation 55-70 s in, its window
 opened past 70 s, and both `--duration 90` cells were killed at their 160 s deadline with 7
 and 11 generations in their logs and nothing recorded. So a deadline taken from the flags
-follows the window: once the child's channel (harness.cell.messages) says the window opened,
-the deadline is at least that moment + duration + the slack. A window that never opens
-leaves the deadline where the flags put it, and a `--timeout` the user gave is never moved.
+follows the window: each time the child's channel (harness.cell.messages) says the window
+opened, the first time or again after the warm-up started over, the deadline is at least
+that moment + duration + the slack, and at most FOLLOW_MAX times what the flags set (a live
+EvoTorch cell's window opened at the 10 s cap, 14 s in, and again after its first generation:
+following only the first opening, it was cut short at 164 s with 73 of its 90 s). A window
+that never opens leaves the deadline where the flags put it, and a `--timeout` the user gave
+is never moved.
 
 At the deadline the runner first asks the cell to close its window (DEADLINE_SIGNAL to the
 cell's interpreter, which makes the probe's next `should_stop()` true: harness.cell.main),
@@ -37,19 +41,26 @@ CUT_SHORT_GRACE_S = 15.0
 # should_stop(), which a program's suite asks every 0.1 s; a hung suite never does
 ACK_S = 3.0
 MEASURE, STOPPED = "measure", "stopped"
+FOLLOW_MAX = 2.0  # the most a followed deadline reaches, in deadlines the flags set
 
 
 class Deadline:
-    """A cell-repeat's deadline, on the monotonic clock, moved by a window that opens late."""
+    """A cell-repeat's deadline, on the monotonic clock, moved by a window that opens late:
+    each time the child's channel says the window opened (the first time, and again after a
+    warm-up that started over), the deadline is at least then + duration + the slack, and at
+    most FOLLOW_MAX times what the flags set (a suite that keeps restarting its warm-up
+    cannot keep its cell alive)."""
 
     def __init__(self, cell: Cell, channel: Path, started: float | None = None) -> None:
-        self.set_at = (time.monotonic() if started is None else started) + cell.timeout
+        self.started = time.monotonic() if started is None else started
+        self.set_at = self.started + cell.timeout
         self.at = self.set_at
         self._timeout = cell.timeout
         follows = cell.deadline_follows_window and cell.duration is not None
         self._duration = cell.duration or 0.0
         self._reader = Reader(channel) if follows else None
-        self.opened_after: float | None = None  # seconds from the start to the window's opening
+        self._phase: str | None = None
+        self.opened_after: float | None = None  # seconds from the start to the window's last opening
 
     def left(self) -> float:
         """Seconds to the deadline, once the child's new lines have been read."""
@@ -57,19 +68,23 @@ class Deadline:
         return self.at - time.monotonic()
 
     def _follow(self) -> None:
-        if self._reader is None or self.opened_after is not None:
+        if self._reader is None:
             return
         for message in self._reader.read():
-            if message.get("type") == SAMPLE and message.get("phase") == MEASURE:
+            if message.get("type") != SAMPLE:
+                continue
+            phase = message.get("phase")
+            opened = phase == MEASURE and self._phase != MEASURE  # the first measure sample after another phase
+            self._phase = phase
+            if opened:
                 now = time.monotonic()
-                self.opened_after = now - (self.set_at - self._timeout)
-                self.at = max(self.at, now + self._duration + DEFAULT_DEADLINE_SLACK_S)
-                self._reader = None
-                return
+                self.opened_after = now - self.started
+                cap = max(self.started + FOLLOW_MAX * self._timeout, self.set_at)
+                self.at = min(max(self.at, now + self._duration + DEFAULT_DEADLINE_SLACK_S), cap)
 
     def said(self) -> str:
         """`160 s` or, moved, `232 s (160 s from the flags, moved with the window that opened at 72 s)`."""
-        total = self.at - (self.set_at - self._timeout)
+        total = self.at - self.started
         if self.at <= self.set_at or self.opened_after is None:
             return f"{self._timeout:g} s"
         return (

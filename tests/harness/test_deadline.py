@@ -41,6 +41,35 @@ def test_a_window_that_opens_late_moves_a_deadline_the_flags_set(tmp_path):
     assert fixed.left() == pytest.approx(85.0, abs=1.0) and fixed.said() == "160 s"  # --timeout: the user's
 
 
+def elapse(deadline: Deadline, seconds: float) -> None:
+    """As if `seconds` passed: the deadline's clock readings moved back."""
+    deadline.started -= seconds
+    deadline.set_at -= seconds
+    deadline.at -= seconds
+
+
+def test_a_window_opened_again_after_the_warm_up_started_over_moves_it_again(tmp_path):
+    """The live EvoTorch cell: the window opened at the 10 s cap (14 s in), and again once the
+    first generation restarted the warm-up; following the first opening only, it was cut short
+    at 164 s with 73 s of its 90."""
+    channel = tmp_path / "channel.jsonl"
+    channel.write_text(line(start(time.time())) + line(sample(14.0, "measure", {})))
+    deadline = Deadline(evotorch_cell(True), channel, time.monotonic() - 14.0)
+    assert deadline.left() == pytest.approx(150.0, abs=1.0)  # 14 + 90 + 60 = 164 s from the start
+    elapse(deadline, 77.0)  # 91 s in: a sample inside the window, the warm-up started over, opened again
+    with channel.open("a") as out:
+        out.write(line(sample(15.0, "measure", {})) + line(sample(80.0, "warmup", {"iter": 2})))
+    assert deadline.left() == pytest.approx(73.0, abs=1.0)  # nothing moved it yet
+    with channel.open("a") as out:
+        out.write(line(sample(91.0, "measure", {"iter": 3})))
+    assert deadline.left() == pytest.approx(150.0, abs=1.0)  # 91 + 90 + 60 = 241 s from the start
+    assert deadline.said() == "241 s (160 s from the flags, moved with the measured window that opened at 91 s)"
+    elapse(deadline, 150.0)  # 241 s in: opened yet again, but a followed deadline stops at twice the flags'
+    with channel.open("a") as out:
+        out.write(line(sample(200.0, "warmup", {})) + line(sample(241.0, "measure", {})))
+    assert deadline.left() == pytest.approx(320.0 - 241.0, abs=1.0)
+
+
 def test_only_a_deadline_from_the_flags_follows_the_window():
     spec = {"matrix": [{"suite": "command", "params": {"argv": "python x.py"}}], "duration": 90.0}
     (derived,) = expand(Spec.model_validate(spec))
