@@ -24,6 +24,9 @@ program, it is not the program's server nor its workers; a launcher (a wrapper s
 with) is a `helper` too, and its child is `main`, where it had been pushed into `server`;
 and a process py-spy did not sample takes the entry of its siblings with the same command
 line and parent (a Pool of 4 with two unsampled was filed as 2 workers and 2 children).
+The workers are the group of two or more that lived the most process-seconds (by count
+where lifetimes are not known), so short-lived processes outnumbering the workers do not
+take their place.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class Proc:
     ppid: int
     cmdline: Sequence[str]
     first_seen: float
+    last_seen: float | None = None  # None: not known (a listing taken once)
 
 
 def is_harness(cmdline: Sequence[str]) -> bool:
@@ -130,6 +134,8 @@ def assign(procs: Mapping[int, Proc], entries: Mapping[int, str | None]) -> dict
             title = ray_title(p.cmdline)
             groups[f"{_RAY_TITLE}{title}" if title else entries.get(p.pid) or " ".join(p.cmdline)].append(p.pid)
     ranked = sorted(groups.values(), key=lambda pids: (-len(pids), min(pids)))
+
+    ranked.sort(key=lambda pids: -sum(lived(procs[pid]) for pid in pids))  # then by process-seconds lived
     workers = ranked[0] if ranked and len(ranked[0]) >= 2 else []
     for pid in workers:
         roles[pid] = WORKERS
@@ -210,3 +216,10 @@ def sibling_entries(procs: Mapping[int, Proc], entries: Mapping[int, str | None]
         if not out.get(pid) and found:
             out[pid] = found.most_common(1)[0][0]
     return out
+
+
+def lived(proc: Proc) -> float:
+    """Seconds the process was seen alive (1 where that is not known): the workers are the
+    group the program spent its time in, not three processes a compiler probe started and
+    ended in a second (rl_games beside its two Ray actors)."""
+    return max(proc.last_seen - proc.first_seen, 0.0) if proc.last_seen is not None else 1.0

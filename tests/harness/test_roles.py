@@ -170,3 +170,21 @@ def test_a_process_that_retitles_itself_is_read_again():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_workers_are_the_group_that_lived_not_the_most_numerous():
+    """rl_games' two RayWorker actors (alive the whole watch) became `children` beside three
+    processes that lived under a second each and outnumbered them."""
+    tree = ray_tree()
+    tree = {pid: Proc(p.pid, p.ppid, p.cmdline, p.first_seen, 200.0) for pid, p in tree.items()}
+    for pid in (14, 15):
+        tree[pid] = Proc(pid, 11, ["ray::RayWorker.step"], 20.0, 200.0)
+    for pid in (30, 31, 32):  # seen once, at 150 s
+        tree[pid] = Proc(pid, 2, ["/work/venvs/rlgames/bin/python", "-c", "probe"], 150.0, 150.0)
+    assigned = roles.assign(tree, {2: "<module>"})
+    assert (assigned[14], assigned[15]) == (roles.WORKERS, roles.WORKERS)
+    assert {assigned[p] for p in (30, 31, 32)} == {roles.CHILDREN}
+    unknown = {pid: Proc(p.pid, p.ppid, p.cmdline, p.first_seen) for pid, p in tree.items()}  # causal's listing
+    assert {assigned for pid, assigned in roles.assign(unknown, {2: "<module>"}).items() if pid in (30, 31, 32)} == {
+        roles.WORKERS
+    }  # by count, as before, where lifetimes are not known
