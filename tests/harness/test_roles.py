@@ -155,7 +155,7 @@ def test_a_process_that_retitles_itself_is_read_again():
     from harness.monitors.procstat import ProcStatMonitor
 
     worker = f"{RAY}/_private/workers/default_worker.py"  # in the shell's command line until it execs
-    script = f": {worker}; sleep 0.4; exec -a 'ray::EvaluationActor.evaluate' sleep 5"
+    script = f": {worker}; sleep 1.5; exec -a 'ray::EvaluationActor.evaluate' sleep 5"
     proc = subprocess.Popen(["bash", "-c", script])  # the same pid, retitled
     try:
         monitor = ProcStatMonitor()
