@@ -13,6 +13,7 @@ import errno
 import faulthandler
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -35,6 +36,9 @@ TRACEBACK_LINES = 12
 # `CHANNEL_LOST_MARK ERRNO_NAME: message`.
 CHANNEL_LOST_EXIT = 74
 CHANNEL_LOST_MARK = "harness: the cell's result stream could not be written:"
+# The signal the runner sends the cell's interpreter at its deadline: close the measured
+# window and report what was measured, before the tree is ended (harness.running.deadline).
+DEADLINE_SIGNAL = signal.SIGUSR1
 
 
 def worker_count(suite: Suite, params: Any) -> int | None:
@@ -68,6 +72,12 @@ def main(argv: list[str]) -> int:
 
     emit(messages.start(time.time()))
     probe: Probe | None = None
+
+    def deadline(*_: object) -> None:  # a signal handler: only sets the probe's flag
+        if probe is not None:
+            probe.cut_short()
+
+    signal.signal(DEADLINE_SIGNAL, deadline)
     try:
         suite = ready_suite(spec["suite"])
         params = validate(spec["suite"], suite.params, spec["params"])

@@ -109,6 +109,7 @@ class Probe:
         # (active seconds, work) when the target was met, and the active seconds of the check
         # before: the target was crossed in between
         self._reached: tuple[float, float, float] | None = None
+        self._deadline = False  # the cell's deadline came: close the window and report (cut_short)
 
     # ------------------------------------------------------------------ reporting
     def count(self, name: str, n: float = 1) -> None:
@@ -229,10 +230,13 @@ class Probe:
 
     def should_stop(self) -> bool:
         """True once the measured window has lasted `duration_s` (never, in fixed-work
-        runs), or a quality target was reached."""
+        runs), or a quality target was reached, or the cell's deadline came (cut_short)."""
         now = self._clock()
         self._tick(now)
         if self._measure_end is not None:
+            return True
+        if self._deadline:
+            self._cut(now)
             return True
         if self._phase == "warmup":
             self._warm(now)
@@ -242,6 +246,23 @@ class Probe:
             self._stop(now)
             return True
         return False
+
+    def cut_short(self) -> None:
+        """The cell's deadline came (harness.cell.main's handler of the runner's signal): the
+        next should_stop() closes the window, so what was measured reaches the record before
+        the cell is ended. Only sets a flag: it runs inside a signal handler."""
+        self._deadline = True
+
+    def _cut(self, now: float) -> None:
+        window = self._active(now)
+        self.stop()
+        asked = f" of the {self.duration_s:g} s asked" if self.duration_s else ""
+        self.warn(
+            f"cut short by the cell's deadline: its measured window ran {window:.1f} s{asked}; the rates are over that "
+            "part"
+            if self._measure_start is not None and window > 0
+            else "cut short by the cell's deadline before its measured window opened: nothing was measured"
+        )
 
     def stop(self) -> None:
         """Close the measured window now, e.g. when fixed work is done: what follows (a final

@@ -115,7 +115,11 @@ TargetOpt = typer.Option(
 )
 TargetEveryOpt = typer.Option(None, "--target-every", help="measured seconds between quality checks (default 0.5)")
 WorkOpt = typer.Option(None, "--work", help="fixed work units instead of a duration")
-TimeoutOpt = typer.Option(None, "--timeout", help="deadline per cell in seconds (default warmup+duration+60)")
+TimeoutOpt = typer.Option(
+    None,
+    "--timeout",
+    help="deadline per cell in seconds (default warmup+duration+60, moved by a measured window that opens late)",
+)
 MemoryOpt = typer.Option(
     None, "--memory-limit", help="end a cell whose process tree uses more than this many MB (PSS summed; a watchdog)"
 )

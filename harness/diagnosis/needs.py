@@ -7,13 +7,21 @@ findings rest on:
 
 - `rate="compared"`: they compare a rate's values (scaling, drift, per worker);
 - `rate="progress"`: they use a rate only as a sign that the program progressed (and quote it);
-- `instruments`: harness watch's instruments they read (`stacks`, `waits`).
+- `instruments`: harness watch's instruments they read (`stacks`, `waits`);
+- `window` (the default): they read numbers of the cells' measured window (rates, watch's
+  shares and signals, monitors' means): a rule that reads only counts of the whole run or
+  the cells' asks says `window=False`;
+- `free_cores`: they compare the program at different worker counts, which says what it
+  says only while the cores were the program's.
 
-`judge` holds each finding to its rule's needs, over the cells it names: a rate the view
-doubts (RunView.doubt: its check failed, its window held too few units, its reading an
-unchecked guess) refuses a finding that compares it when the doubt refuses, and otherwise
-stays in the finding's first line (`doubted (why): ...`, and `doubted` in its evidence); an
-instrument that saw nothing (harness.monitors.blind) refuses the finding. The rate a finding
+`judge` holds each finding to its rule's needs, over the cells it names: a cell that had no
+measured window (harness.runs.crowding.unmeasured: the run ended during warm-up) refuses a
+finding that reads the window; a rate the view doubts (RunView.doubt: its check failed, its
+window held too few units, its reading an unchecked guess) refuses a finding that compares
+it when the doubt refuses, and otherwise stays in the finding's first line (`doubted (why):
+...`, and `doubted` in its evidence); so does a machine the rest of it crowded during the
+cells compared (harness.runs.crowding.crowding); an instrument that saw nothing
+(harness.monitors.blind) refuses the finding. The rate a finding
 rests on is its evidence's `rate` (None: it used none), else its cells' headline. A rule
 needs no code of its own for any of this, and tests/harness/test_rule_evidence.py walks every
 rule of RULES over degraded runs to hold each one to it.
@@ -28,12 +36,25 @@ from typing import Literal
 
 from harness.diagnosis.findings import Finding
 from harness.monitors.blind import STACKS, WAITS, blind
+from harness.runs.crowding import crowding, unmeasured
 from harness.runs.view import RunView
 
 COMPARED, PROGRESS = "compared", "progress"
 DOUBTED = "doubted"
 
-__all__ = ["COMPARED", "DOUBTED", "PROGRESS", "STACKS", "WAITS", "Needs", "Refusal", "judge", "judged", "needs_of", "sift"]
+__all__ = [
+    "COMPARED",
+    "DOUBTED",
+    "PROGRESS",
+    "STACKS",
+    "WAITS",
+    "Needs",
+    "Refusal",
+    "judge",
+    "judged",
+    "needs_of",
+    "sift",
+]
 
 
 @dataclass(frozen=True)
@@ -42,6 +63,8 @@ class Needs:
 
     rate: Literal["compared", "progress"] | None = None
     instruments: tuple[str, ...] = ()
+    window: bool = True
+    free_cores: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,6 +99,15 @@ def judge(finding: Finding, needs: Needs, view: RunView) -> Finding | None:
 def weigh(finding: Finding, needs: Needs, view: RunView) -> Finding | Refusal:
     """The finding as its evidence allows: itself, marked doubted, or why it was refused."""
     cells = [c for c in view.cells if c.id in finding.cells]
+    empty = unmeasured(cells) if needs.window else []
+    if empty:  # what it read is the program's start-up
+        which = f"cell{'s' if len(empty) > 1 else ''} {', '.join(empty)} had none"
+        return Refusal(
+            finding.rule,
+            tuple(finding.cells),
+            f"it reads the measured window, and {which} (the run ended during warm-up): what was measured "
+            "there is the program's start-up (`--steady off` measures a program this short from its start)",
+        )
     for name in needs.instruments:
         reasons = [why for cell in cells for rec in cell.ok if (why := blind(rec.metrics).get(name))]
         if reasons:  # it rests on an instrument that saw nothing
@@ -88,6 +120,9 @@ def weigh(finding: Finding, needs: Needs, view: RunView) -> Finding | Refusal:
             if found.refuse and needs.rate == COMPARED:
                 return Refusal(finding.rule, tuple(finding.cells), f"it compares {found.why}")
             doubts.append(found.why)
+    crowded = crowding(cells, view.cores) if needs.free_cores else None
+    if crowded is not None:
+        doubts.append(crowded)
     if not doubts:
         return finding
     return replace(

@@ -134,6 +134,8 @@ class ProcStatMonitor(SamplingMonitor):
             except psutil.Error:
                 return
             self.procs[pid] = info
+        else:
+            _retitled(proc, info)
         info.last_seen = wall
         tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")] if os.path.isdir(f"/proc/{pid}/task") else []
         voluntary = 0
@@ -163,6 +165,18 @@ class ProcStatMonitor(SamplingMonitor):
             **self.own_cost("procstat_cpu_s", "procstat_cpu_pct"),
         }
         return MonitorResult(metrics=metrics, processes=dict(self._handles))
+
+
+def _retitled(proc: psutil.Process, info: ProcInfo) -> None:
+    """The command line as it reads now: a process may retitle itself after it started (a Ray
+    worker starts as default_worker.py and becomes `ray::EvaluationActor.evaluate_batch_piece`
+    once an actor holds it), and roles read the title (harness.watch.roles)."""
+    try:
+        words = proc.cmdline()
+    except psutil.Error:
+        return
+    if words and words != info.cmdline:
+        info.cmdline = words
 
 
 def _cwd(proc: psutil.Process) -> str | None:

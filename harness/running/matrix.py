@@ -112,6 +112,9 @@ class Cell:
     target: str | None = None  # quality target: the cell runs until it is met or `duration` passes
     target_every: float | None = None
     log_cap_mb: float | None = None  # the most its log keeps (the tail); None: the runner's default
+    # the timeout came from the flags, not --timeout: it follows a measured window that opens
+    # late (harness.running.deadline)
+    deadline_follows_window: bool = False
 
     def budget(self) -> dict[str, Any]:
         """What a record keeps of how the cell ran."""
@@ -258,6 +261,7 @@ def expand(spec: Spec) -> list[Cell]:
         repeats = _pick(entry.repeats, spec.repeats, 1)
         deadline = (duration or 0.0) + max(warmup, settling) + DEFAULT_DEADLINE_SLACK_S
         timeout = _pick(entry.timeout, spec.timeout, deadline)
+        follows = entry.timeout is None and spec.timeout is None and duration is not None
         memory = _pick(entry.memory_limit_mb, spec.memory_limit_mb, None)
         every = _pick(entry.target_every, spec.target_every, None)
         log_cap = _pick(entry.log_cap_mb, spec.log_cap_mb, None)
@@ -269,7 +273,7 @@ def expand(spec: Spec) -> list[Cell]:
             seen.add(cid)
             cells.append(
                 Cell(entry.suite, params, duration, warmup, work, repeats, timeout, cid, memory, steady, steady_max,
-                     target, every, log_cap)
+                     target, every, log_cap, follows)
             )  # fmt: skip
     return cells
 

@@ -3,8 +3,11 @@
 The child (`python -m harness.cell`) is the leader of a new session and process group, so
 the whole tree it starts can be ended with one `killpg`; processes that escaped the group
 (a double fork, a `setsid`) are found through the monitors' record of every PID seen and
-killed too. At the deadline the group gets SIGTERM, then SIGKILL after a grace period,
-and the cell is recorded as `timeout`. Nothing of a cell outlives it.
+killed too. At the deadline (harness.running.deadline: moved by a measured window that
+opened late, when the flags set it) the cell's interpreter is first asked to close its
+window and report what it measured; then the group gets SIGTERM, then SIGKILL after a grace
+period, and the cell is recorded as `timeout`, with what it reported, if it did, and a reason
+that says it was cut short. Nothing of a cell outlives it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -36,13 +38,14 @@ from harness.cell.processes import (
 from harness.errors import StorageError, UserError, is_storage_error
 from harness.model.registry import get_suite
 from harness.model.suite import MEMORY_LIMIT_ENV
+from harness.model.vocabulary import HEADLINE_METRIC
 from harness.monitors import Monitor, MonitorResult, default_monitors
 from harness.monitors.memory import LimitHit, MemoryMonitor
 from harness.monitors.pyspy import dump_stacks
-from harness.running import interrupts
 from harness.running.cell_log import DEFAULT_CAP_MB, CellLog
+from harness.running.deadline import Deadline, ask_to_report
 from harness.running.matrix import Cell
-from harness.runs.record import HARNESS_ERROR, Record
+from harness.runs.record import HARNESS_ERROR, Record, number
 from harness.runs.series import SERIES_ORIGIN, write_series
 from harness.runs.store import RunStore, utc_now
 
@@ -147,22 +150,26 @@ class CellRunner:
         escaped = ""
         broken: list[str] = []  # monitors of the harness's that failed
         watchdog = None
+        deadline = Deadline(cell, scratch)  # started again once the monitors are (below)
         try:
             watchdog = self._watchdog(monitors, cell, proc.pid)
             self._tree(proc.pid)
             for monitor in monitors:
                 monitor.start(proc.pid)
+            deadline = Deadline(cell, scratch)  # the cell's time runs from here, as it always has
             try:
-                wait_or_interrupt(proc, cell.timeout)
+                deadline.wait(proc)
             except subprocess.TimeoutExpired:
                 status = "timeout"
-                reason = f"no result within the {cell.timeout:g} s deadline; the cell's processes were killed"
+                reason = f"no result within the {deadline.said()} deadline; the cell's processes were killed"
                 if self.on_deadline is not None:
                     live = alive({**self._tree(proc.pid), **marked_processes(self.store.root, key)})
                     try:
                         dump = self.on_deadline(live, self.store, key)
                     except Exception as exc:  # noqa: BLE001 - a failed dump must not stop the kill
                         reason += f" (stack dump failed: {type(exc).__name__}: {exc})"
+                if self.wrap is None:  # the cell's interpreter itself, not a profiler over it
+                    ask_to_report(proc, scratch)  # what it measured reaches its channel; killed below either way
         finally:
             try:
                 # Ends the tree on every path: deadline, Ctrl-C, a monitor that failed, and a
@@ -192,6 +199,8 @@ class CellRunner:
         if final is not None and final["type"] == RESULT:
             record.metrics = final["metrics"]
             record.warnings = list(final.get("warnings", []))
+            if status == "timeout":
+                record.reason = cut_short(deadline.said(), record.metrics, cell.duration)
         elif final is not None and status == "ok":
             record.status = "error"
             record.reason = final["reason"]
@@ -305,6 +314,22 @@ def _stop_all(monitors: list[Monitor], broken: list[str]) -> list[MonitorResult]
     return results
 
 
+def cut_short(deadline: str, metrics: dict, duration: float | None) -> str:
+    """The reason of a cell that reported at its deadline: what it kept, over how much of its
+    window (its numbers are in the record; a timeout's are in no table, rule or gate)."""
+    window = number(metrics.get("measure_s"))
+    if not window:
+        return f"cut short by the {deadline} deadline before its measured window opened: nothing was measured"
+    headline = metrics.get(HEADLINE_METRIC)
+    value = number(metrics.get(headline)) if isinstance(headline, str) else None
+    over = f"over {window:.0f} s of the {duration:g} s window asked" if duration else f"over {window:.0f} s"
+    return (
+        f"cut short by the {deadline} deadline: it closed its window and kept what it had measured "
+        f"({f'{headline} {value:.4g} ' if value is not None else ''}{over}), which no table, rule or gate uses; "
+        "the cell's processes were killed"
+    )
+
+
 def harness_failed(record: Record, reason: str, storage: StorageError | None = None, root: Path | None = None) -> None:
     """Mark the record as the harness's failure (status `harness-error`): `--resume` runs it
     again. A storage failure is kept in `storage_error`, so the sweep stops on it."""
@@ -327,19 +352,3 @@ def storage_error_of(record: Record) -> StorageError | None:
         return None
     code = getattr(errno, str(fault.get("errno")), None)
     return StorageError(str(fault.get("path")), code, str(fault.get("detail")), fault.get("what"))
-
-
-def wait_or_interrupt(proc: subprocess.Popen[bytes], timeout: float) -> None:
-    """proc.wait(timeout), checking for a Ctrl-C recorded by harness.running.interrupts every
-    POLL_S: the interrupt is raised here, in ordinary code, so the caller's cleanup runs."""
-    deadline = time.monotonic() + timeout
-    while True:
-        interrupts.check()
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise subprocess.TimeoutExpired(proc.args, timeout)
-        try:
-            proc.wait(timeout=min(interrupts.POLL_S, left))
-            return
-        except subprocess.TimeoutExpired:
-            continue

@@ -109,7 +109,7 @@ class Instruments:
         entries = _entries(timelines)
         threads = {"stacks_threads": len(timelines)}  # threads py-spy's traces hold (none: it saw nothing)
         procs = self.procstat.procs
-        known = {pid: roles.Proc(pid, p.ppid, p.cmdline, p.first_seen) for pid, p in procs.items()}
+        known = {pid: roles.Proc(pid, p.ppid, p.cmdline, p.first_seen, p.last_seen) for pid, p in procs.items()}
         assigned = roles.assign(known, entries)
         edges = breakdown.bin_edges(self._started, self._ended)
         sched = {key: t.samples for key, t in self.procstat.threads.items()}

@@ -13,7 +13,7 @@ from harness.diagnosis.needs import COMPARED, Needs
 from harness.runs.view import RunView
 
 RULE = "GPU_THRASH"
-NEEDS = Needs(rate=COMPARED)
+NEEDS = Needs(rate=COMPARED, free_cores=True)  # worker counts compared: the cores must be the program's
 BUSY_UTIL_PCT = 90.0
 PER_WORKER_RATIO = 0.5
 REMEDY = "share one net per GPU (an inference server batching every worker's requests)"

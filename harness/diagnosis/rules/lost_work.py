@@ -11,7 +11,7 @@ from harness.diagnosis.needs import Needs
 from harness.runs.view import RunView
 
 RULE = "LOST_WORK"
-NEEDS = Needs()  # counts of work done and asked for, not a rate
+NEEDS = Needs(window=False)  # counts of work done and asked for over the whole run, not a rate
 
 
 def check(view: RunView) -> list[Finding]:

@@ -23,7 +23,7 @@ from harness.runs.record import CellGroup
 from harness.runs.view import RunView
 
 RULE = "NEGATIVE_SCALING"
-NEEDS = Needs(rate=COMPARED)
+NEEDS = Needs(rate=COMPARED, free_cores=True)  # worker counts compared: the cores must be the program's
 TOLERANCE = 0.05  # with repeats: the interval's upper end must lie below 1 - this
 MARGIN = 0.15  # single repeats: the ratio must lie below 1 - this
 REMEDY = "more workers only add contention (the GIL for threads, IPC, cores)"

@@ -17,7 +17,7 @@ from harness.diagnosis.rules.gpu_idle import worker_devices
 from harness.runs.view import RunView
 
 RULE = "NET_OFF_DEVICE"
-NEEDS = Needs()
+NEEDS = Needs(window=False)  # the devices the nets ran on, whenever they ran
 REMEDY = (
     "create the net (and its inputs) on the device in every process that runs it (model.to(device) after the "
     "worker starts; with CUDA use the spawn start method), and fail loudly instead of falling back to the CPU"

@@ -13,7 +13,7 @@ from harness.model.registry import get_suite
 from harness.runs.view import RunView
 
 RULE = "OVERSUBSCRIBED"
-NEEDS = Needs()
+NEEDS = Needs(window=False)  # what the cells asked for, not what they measured
 
 
 def check(view: RunView) -> list[Finding]:
