@@ -30,7 +30,7 @@ from typing import Any
 
 from harness.ab.sequential import DEFAULT_ALPHA, Interval, blocks_to_decide, confidence_sequence, median_sequence
 
-# A group whose interval lies within these bounds is called what the bound says
+# A group whose interval lies within these bounds reads as what the bound says
 CRITICAL = 0.7  # the interval's low end at or above: on the critical path
 SLACK = 0.2  # the interval's high end at or below (and its low end above COMPETES): slack
 COMPETES = 0.0  # the interval's high end below: slowing it speeds the program up
@@ -54,8 +54,10 @@ class Sensitivity:
         return (self.median.high - self.median.low) / 2
 
     @property
-    def verdict(self) -> str:
-        """critical / slack / competes / between / unknown, from where the interval lies."""
+    def reading(self) -> str:
+        """critical / slack / competes / between / unknown, from where the interval lies
+        alone; the verdict the user sees is this, gated by the evidence
+        (harness.causal.verdicts)."""
         low, high = self.median.low, self.median.high
         if not (math.isfinite(low) and math.isfinite(high)):
             return "unknown"
@@ -83,7 +85,7 @@ class Sensitivity:
             "mean": self.mean.estimate,
             "mean_low": self.mean.low,
             "mean_high": self.mean.high,
-            "verdict": self.verdict,
+            "reading": self.reading,
         }
 
 

@@ -121,25 +121,36 @@ class _Targets:
         self.send(signal.SIGCONT, self.ever)
 
 
-def cpu_ns(pid: int, tids: dict[int, list[str]]) -> int | None:
-    """Nanoseconds on a CPU of all the process's threads (/proc/PID/task/TID/schedstat; the
-    thread list cached in `tids` and read again when a thread is gone)."""
+def schedstat(pid: int, tids: dict[int, list[str]]) -> tuple[int, int] | None:
+    """(nanoseconds on a CPU, nanoseconds runnable but waiting for one) of all the process's
+    threads (/proc/PID/task/TID/schedstat; the thread list cached in `tids` and read again
+    when a thread is gone). A stopped thread is not runnable: its stop is in neither."""
+    total = (0, 0)
     for attempt in range(2):
         if attempt or pid not in tids:
             try:
                 tids[pid] = os.listdir(f"/proc/{pid}/task")
             except OSError:
                 return None
-        total, missing = 0, False
+        ran = waited = 0
+        missing = False
         for tid in tids[pid]:
             try:
                 with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
-                    total += int(fh.read().split(maxsplit=1)[0])
+                    fields = fh.read().split()
+                ran, waited = ran + int(fields[0]), waited + int(fields[1])
             except (OSError, ValueError, IndexError):
                 missing = True
+        total = (ran, waited)
         if not missing:
             return total
     return total
+
+
+def cpu_ns(pid: int, tids: dict[int, list[str]]) -> int | None:
+    """Nanoseconds on a CPU of all the process's threads (harness.causal.stopper.schedstat)."""
+    found = schedstat(pid, tids)
+    return None if found is None else found[0]
 
 
 class Debts:

@@ -4,6 +4,7 @@ the work when it moves; a busy poller's sensitivity is below zero."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -39,9 +40,9 @@ def test_an_observation_is_the_relative_loss_per_unit_of_slowdown():
     assert observation(100.0, 120.0, 0.5) == pytest.approx(-0.4)
     assert observation(0.0, 10.0, 0.5) is None and observation(100.0, 50.0, 0.0) is None
     critical = estimate("g", [0.9, 1.0, 0.95, 1.05, 0.92, 0.98, 1.01, 0.97, 0.99, 1.0])
-    assert critical.verdict == "critical" and critical.median.low >= 0.7
-    assert estimate("g", [0.1, 0.2]).verdict == "unknown"  # too few rounds for an interval
-    assert estimate("g", [-0.5, -0.4, -0.6, -0.45, -0.55, -0.5, -0.42, -0.58, -0.5, -0.47]).verdict == "competes"
+    assert critical.reading == "critical" and critical.median.low >= 0.7
+    assert estimate("g", [0.1, 0.2]).reading == "unknown"  # too few rounds for an interval
+    assert estimate("g", [-0.5, -0.4, -0.6, -0.45, -0.55, -0.5, -0.42, -0.58, -0.5, -0.47]).reading == "competes"
 
 
 def test_group_rules_name_pids_or_a_pattern_and_refuse_bad_ones():
@@ -221,3 +222,51 @@ def test_the_conclusion_names_the_bottleneck_the_edges_into_it_and_the_suites_re
     assert lines[0].startswith("bottleneck: server, sensitivity +0.95 [+0.85, +1.05]; 8 of 8 workers -> server (pid 9)")
     assert lines[0].endswith("more server_threads") and told == ["pipeline.server_bound"]
     assert lines[1].startswith("competes: main") and len(lines) == 2
+
+
+@linux
+@pytest.mark.slow
+def test_a_budget_too_small_for_the_programs_cadence_is_refused_up_front(tmp_path):
+    """A pipeline that reports every 2 s needs 12 s periods: 40 s of budget cannot hold
+    10 rounds of two groups, and the harness says so after the warm-up (exit 2, the budget
+    that would do named) instead of spending it; the program is ended, nothing stopped."""
+    token = f"{time.time_ns() % 10**9}"  # an argument no other process has: the program's queue size
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "causal", "--budget", "40", "--out", str(tmp_path), "--quiet", "--",
+         sys.executable, str(PROGRAMS / "causal" / "stages.py"), "1,3", "--every", "2", "--queue", token],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--budget 40: the program reports iterations" in done.stderr, done.stderr
+    assert "Give --budget" in done.stderr and "--io-counter GROUP" in done.stderr
+    (meta,) = tmp_path.glob("*causal*/run.json")
+    assert json.loads(meta.read_text())["state"] == "refused"
+    left = [p for p in psutil.process_iter(["cmdline"]) if token in (p.info["cmdline"] or [])]
+    assert not left, left
+
+
+@linux
+@pytest.mark.slow
+def test_rays_runtime_is_no_group_and_its_actors_are_grouped_by_class():
+    """A live Ray program: gcs_server, raylet, the dashboard and the agents are Ray's, not
+    the program's; the two Player actors are one group and the Learner another."""
+    from harness.causal.groups import find_groups
+    from harness.cell.processes import tree
+
+    program = subprocess.Popen(
+        [sys.executable, str(PROGRAMS / "causal" / "ray_actors.py"), "learner"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert "trained" in program.stdout.readline(), "the Ray program never reported"
+        groups = find_groups(program.pid, suite_cell=False)
+        assert set(groups) == {"main", "Player", "Learner"}, groups
+        assert len(groups["Player"]) == 2 and len(groups["Learner"]) == 1
+        assert len(tree(program.pid)) > 6  # Ray's daemons are there, left out
+    finally:
+        procs = tree(program.pid)
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        program.wait()
+        psutil.wait_procs(procs, timeout=10)
