@@ -30,7 +30,8 @@ def causal(
         None,
         "--group",
         help="a group of your own: NAME=PIDS (comma list) or NAME=REGEX over the command line; "
-        "repeatable (default: the roles main, workers, server, and one group per other job)",
+        "repeatable (default: the roles main, workers, server, one group per other job and per Ray actor class; "
+        "multiprocessing's helpers and Ray's daemons only if a group of yours takes them)",
     ),  # fmt: skip
     mode: str = typer.Option(
         "debt",
@@ -59,7 +60,11 @@ def causal(
         help="seconds for the whole experiment, launch included; refused up front (exit 2, naming the budget that "
         "would do) where the program reports too seldom for 10 rounds in it and no group's calls track its counter",
     ),
-    width: float = typer.Option(0.15, "--width", help="stop once every sensitivity's interval is within +- this"),
+    width: float = typer.Option(
+        0.15,
+        "--width",
+        help="stop once every sensitivity's interval is within +- this; a wider one gives the verdict `unknown`",
+    ),
     warmup: float = typer.Option(
         0.0, "--warmup", help="seconds the program runs before its groups are read (it may start processes late)"
     ),

@@ -258,9 +258,14 @@ def test_rays_runtime_is_no_group_and_its_actors_are_grouped_by_class():
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     try:
-        assert "trained" in program.stdout.readline(), "the Ray program never reported"
-        groups = find_groups(program.pid, suite_cell=False)
-        assert set(groups) == {"main", "Player", "Learner"}, groups
+        line = program.stdout.readline()
+        while line.startswith("trained 0 "):  # the learner has trained nothing: it may not be an actor yet
+            line = program.stdout.readline()
+        assert line.startswith("trained"), "the Ray program never reported"
+        deadline = time.monotonic() + 30
+        while set(groups := find_groups(program.pid, suite_cell=False)) != {"main", "Player", "Learner"}:
+            assert time.monotonic() < deadline, groups  # a worker is titled by its class once its actor runs
+            time.sleep(1)
         assert len(groups["Player"]) == 2 and len(groups["Learner"]) == 1
         assert len(tree(program.pid)) > 6  # Ray's daemons are there, left out
     finally:
