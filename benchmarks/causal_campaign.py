@@ -170,7 +170,7 @@ def score(case: Case, row: dict) -> dict:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    out = Path(args.out)
+    out = Path(args.out).resolve()  # the harness runs from --code: a relative --out would land there
     out.mkdir(parents=True, exist_ok=True)
     cases = [c for c in CORPUS if not args.only or c.name in args.only]
     done = {(r["case"], r["index"]) for r in read(out)}
@@ -245,8 +245,19 @@ def cmd_fixture(args: argparse.Namespace) -> None:
     cut["truth"] = {"case": case.name, "argv": [Path(a).name for a in case.argv[1:]], "groups": case.truth}
     target = ROOT / "tests" / "harness" / "data" / "causal" / f"{args.name}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(cut, separators=(",", ":")) + "\n")
+    target.write_text(json.dumps(_rounded(cut), separators=(",", ":")) + "\n")
     print(f"{target}: {target.stat().st_size / 1024:.1f} KB")
+
+
+def _rounded(value):
+    """Floats to 6 significant digits (a fixture stays small; no verdict turns on the 7th)."""
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
 
 
 def main() -> None:

@@ -17,7 +17,8 @@ Caveats of the whole experiment (every group unknown, no bottleneck named):
 Caveats of one group:
 - under IDLE_CORES of a core with nothing slowed: debt mode hardly stops it, and its
   reading is the machine's noise;
-- the share it was held stopped is far from the fraction asked (outside HELD_WITHIN);
+- its stops took a share of its CPU (the dose; harness.causal.rounds) far from the fraction
+  asked (outside HELD_WITHIN times it): a crowded machine stretched or gave back its stops;
 - too few rounds for an interval (the sign test needs 7), or rounds lost: a fifth of its
   rounds had a period with fewer reports than the cadence rule asks (THIN);
 - crowding: the program's availability (harness.causal.rounds) in the group's slowed
@@ -64,7 +65,7 @@ class Evidence:
     free_without_progress: tuple[int, int]  # (free periods with no report, free periods)
     proxy_drifted: bool = False
     utilisation: Mapping[str, float] | None = None  # cores with nothing slowed, by group
-    held: Mapping[str, float] | None = None  # the share each group was held stopped (median)
+    held: Mapping[str, float] | None = None  # the share of its busy time each group was held stopped (median)
     kept: Mapping[str, float] | None = None  # CPU kept in its slowed periods over the free ones
     waiting: Mapping[str, float] | None = None  # the share of its time it waits on another process
     lost: Mapping[str, tuple[int, int]] | None = None  # (rounds without a usable observation, rounds)
@@ -103,10 +104,11 @@ def _group_caveat(group: str, reading: str, evidence: Evidence) -> str | None:
     used = (evidence.utilisation or {}).get(group)
     if used is not None and used < IDLE_CORES:
         return f"it used {used:.3f} cores with nothing slowed (under {IDLE_CORES:.0%} of a core): debt mode hardly stops it"
-    held = (evidence.held or {}).get(group)
+    # what its stops took of its CPU (the dose), else the share of its busy time it was held stopped
+    took = (evidence.dose or {}).get(group, (evidence.held or {}).get(group))
     low, high = (evidence.fraction * k for k in HELD_WITHIN)
-    if held is not None and not low <= held <= high:
-        return f"it was held stopped {held:.2f} of its busy time, far from the {evidence.fraction:g} asked"
+    if took is not None and not low <= took <= high:
+        return f"its stops took {took:.2f} of its CPU, far from the {evidence.fraction:g} asked"
     lost, rounds = (evidence.lost or {}).get(group, (0, 0))
     if rounds and lost > THIN * rounds:
         return (

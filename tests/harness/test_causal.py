@@ -82,7 +82,8 @@ def test_in_debt_mode_a_busy_process_pays_for_its_cpu_and_a_sleeping_one_is_neve
             busy = stopper.switch([sleeper.pid], 0.5, 0.02, mode="debt")
             time.sleep(0.5)
             idle = stopper.switch([])
-        assert busy.cpu_s > 0.1 and 0.35 <= busy.fraction <= 0.65  # stopped about as long as it ran
+        # stopped about as long as it ran, longer on a crowded machine: as long as running that much would take
+        assert busy.cpu_s > 0.1 and 0.35 <= busy.fraction <= 0.9  # 5x the running at most (Debts.MIN_SHARE)
         assert idle.stopped_s == 0.0 and idle.cycles >= 10
     finally:
         for proc in (spin, sleeper):

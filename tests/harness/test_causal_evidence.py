@@ -145,7 +145,8 @@ def test_narrow_intervals_with_clean_data_keep_their_reading():
         ({"free_without_progress": (5, 40)}, "a", "5 of 40 periods with nothing slowed saw no report"),
         ({"proxy_drifted": True}, "b", "differ between the halves"),
         ({"utilisation": {"a": 0.004, "b": 0.3}}, "a", "under 1% of a core"),
-        ({"held": {"a": 0.1, "b": 0.5}}, "a", "held stopped 0.10 of its busy time"),
+        ({"held": {"a": 0.1, "b": 0.5}}, "a", "its stops took 0.10 of its CPU"),
+        ({"dose": {"a": 0.9, "b": 0.5}}, "a", "its stops took 0.90 of its CPU, far from the 0.5 asked"),
         ({"lost": {"b": (5, 16)}}, "b", "5 of its 16 rounds had a period with fewer than 5 reports"),
     ],
 )  # fmt: skip
