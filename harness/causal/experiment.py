@@ -150,9 +150,12 @@ class Experiment:
         self._samples_read = 0
         self._last_count: float | None = None
         self._warm_io: list[tuple[float, dict[int, int]]] = []  # warm-up: (child time, each process's calls)
-        self._io: list[tuple[float, float]] = []  # the proxy group's calls so far (child clock)
-        self._io_reports: list[cad.Report] = []
-        self._io_last: dict[int, int] = {}
+        # with a proxy: every tracking group's calls so far (child clock), the first one's the headline;
+        # a group slowed is measured through another's (its own calls pause with its stops)
+        self.io_groups: list[str] = [opts.io_group] if opts.io_group else []
+        self._io: dict[str, list[tuple[float, float]]] = {}
+        self._io_reports: dict[str, list[cad.Report]] = {}
+        self._io_last: dict[str, dict[int, int]] = {}
         self._tree: list[int] = []
         self._tree_read_at = -math.inf
 
@@ -237,7 +240,7 @@ class Experiment:
             for sleeper in [*ballast, *([control] if control is not None else [])]:
                 sleeper.kill()
                 sleeper.wait()
-        series = self._io_reports if self.io_group else self._counter_reports
+        series = self._io_reports.get(self.io_group, []) if self.io_group else self._counter_reports
         return CausalResult(
             self.counter, self.groups, self.commands, self.periods, found, rounds, reason,
             time.monotonic() - t0, launch_s, warmup_s, stopper.cpu_s, time.process_time() - cpu0, opts,
@@ -357,7 +360,9 @@ class Experiment:
             )
             if io_plan.enough and (opts.io_group or not usable or io_plan.rounds_fit > plan.rounds_fit):
                 self.io_group = chosen
-                self.proxy = {"group": chosen, "chosen": "user" if opts.io_group else "auto",
+                others = sorted((t for t in found if t.tracks and t.group != chosen), key=lambda t: t.spread)
+                self.io_groups = [chosen, *(t.group for t in others)] if not opts.io_group else [chosen]
+                self.proxy = {"group": chosen, "chosen": "user" if opts.io_group else "auto", "groups": self.io_groups,
                               "tracking": [{"group": t.group, "halves": list(t.halves),
                                             "calls_per_unit": list(t.calls_per_unit)} for t in found]}  # fmt: skip
                 self._use("io", io_every, io_plan)
@@ -387,7 +392,7 @@ class Experiment:
         fewest = fewest_reports(self.periods, index)
         if fewest is None:
             return
-        reports = self._io_reports if self.io_group else self._counter_reports
+        reports = self._io_reports.get(self.io_group, []) if self.io_group else self._counter_reports
         self.period_s = cad.next_period(
             self.period_s, fewest, self.opts.period_s, cad.cadence(reports[1:]), self.opts.settle_s
         )
@@ -500,37 +505,43 @@ class Experiment:
 
     # ------------------------------------------------------------------ the I/O proxy
     def _io_tick(self, inst: Instance) -> None:
-        """With a proxy: the group's read and write calls so far, on the child's clock (a
-        process that ends keeps what it counted)."""
+        """With a proxy: each tracking group's read and write calls so far, on the child's
+        clock (a process that ends keeps what it counted)."""
         if self.io_group is None:
             return
-        for pid in self.groups.get(self.io_group, []):
-            calls = proxy.io_calls(pid)
-            if calls is not None:
-                self._io_last[pid] = calls
-        t, total = inst.child_time(time.monotonic()), float(sum(self._io_last.values()))
-        if self._io and total != self._io[-1][1]:
-            self._io_reports.append(cad.Report(t, total))
-        self._io.append((t, total))
+        t = inst.child_time(time.monotonic())
+        for group in self.io_groups:
+            last = self._io_last.setdefault(group, {})
+            for pid in self.groups.get(group, []):
+                calls = proxy.io_calls(pid)
+                if calls is not None:
+                    last[pid] = calls
+            total = float(sum(last.values()))
+            series = self._io.setdefault(group, [])
+            if series and total != series[-1][1]:
+                self._io_reports.setdefault(group, []).append(cad.Report(t, total))
+            series.append((t, total))
 
     def _check_proxy(self, inst: Instance) -> None:
         """The proxy's calls per unit of the program's counter, over each half."""
         if self.proxy is None:
             return
         counter = [(r.t, r.count) for r in self._counter_reports]
-        per_half = proxy.halves(self._io, counter)
+        per_half = proxy.halves(self._io.get(self.io_group or "", []), counter)
         self.proxy.update(halves=per_half, drifted=proxy.drifted(per_half), counter=self.counter)
 
     # ------------------------------------------------------------------ rates and estimates
     def _estimate(self, inst: Instance) -> list[Sensitivity]:
-        """Each closed period's rate from the reports inside it, then each group's
-        observations (harness.causal.rounds) and interval."""
+        """Each closed period's rate from the reports inside it (with a proxy, one per
+        tracking group), then each group's observations (harness.causal.rounds) and interval."""
         self._read(inst)
-        reports = self._io_reports if self.io_group else self._counter_reports
-        times = [r.t for r in reports]
-        last_seen = (
-            self._io[-1][0] if self.io_group and self._io else (inst.samples[-1].t if inst.samples else -math.inf)
-        )
+        if self.io_group:
+            sources = {g: self._io_reports.get(g, []) for g in self.io_groups}
+            last_seen = min((self._io[g][-1][0] for g in self.io_groups if self._io.get(g)), default=-math.inf)
+        else:
+            sources = {"": self._counter_reports}
+            last_seen = inst.samples[-1].t if inst.samples else -math.inf
+        times = {name: [r.t for r in reports] for name, reports in sources.items()}
         for period in self.periods:
             if not period.ended or period.child_ended:
                 continue
@@ -539,8 +550,13 @@ class Experiment:
             if last_seen < until:
                 continue  # the samples that cover its end have not arrived
             period.child_started, period.child_ended = since - self.opts.settle_s, until
-            lo, hi = bisect.bisect_left(times, since), bisect.bisect_right(times, until)
-            period.rate, period.reports = cad.window_rate(reports[lo:hi], since, until)
+            for name, reports in sources.items():
+                lo, hi = bisect.bisect_left(times[name], since), bisect.bisect_right(times[name], until)
+                rate, count = cad.window_rate(reports[lo:hi], since, until)
+                if name:
+                    period.rates[name], period.counts[name] = rate, count
+                if not name or name == self.io_group:
+                    period.rate, period.reports = rate, count
         values, self._lost = observations(self.periods, self.opts.fraction)
         # a group whose every round was lost is listed too (with no interval: its verdict says why)
         return [estimate(name, values.get(name, [])) for name in dict.fromkeys([*values, *self._lost])]

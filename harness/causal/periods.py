@@ -23,6 +23,9 @@ class Period:
     child_ended: float = 0.0
     rate: float | None = None  # between the first and last report of its measured window
     reports: int = 0  # reports of the throughput in its measured window
+    # with an I/O proxy: the rate and reports through each tracking group's calls (the first: `rate`)
+    rates: dict[str, float | None] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
     stopped_s: float = 0.0
     slowed_s: float = 0.0
     cycles: int = 0

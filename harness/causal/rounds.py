@@ -3,6 +3,10 @@ slowed period against the mean of the free periods either side
 (harness.causal.sensitivity.observation). The same functions serve the live experiment and
 the tests' recorded periods.
 
+**Through another group's calls.** With an I/O proxy every group whose calls tracked the
+counter is read, and a slowed group is measured through the first of them that is not
+itself (`through`).
+
 **Rounds with too few reports.** A round whose three periods do not each hold
 REPORTS_PER_PERIOD reports gives no observation: Coz emits no experiment whose progress
 points were seen fewer than 5 times, since a rate read from two or three reports is as much
@@ -54,6 +58,16 @@ def availability(period: Period) -> float | None:
     return ran / (ran + queued) if ran + queued > 0 else None
 
 
+def through(period: Period) -> str | None:
+    """Which proxy group's calls measure a slowed period and the free ones beside it: the
+    first that is not the group slowed (a stage's own calls pause with its stops and resume
+    in a burst that refills its queue, which is its buffer, not the program's rate: a slack
+    producer read +0.34 through its own writes); None: the headline rate."""
+    if not period.rates:
+        return None
+    return next((g for g in period.rates if g != period.group), next(iter(period.rates)))
+
+
 def _triples(periods: Sequence[Period]):
     for before, period, after in zip(periods, periods[1:], periods[2:], strict=False):
         if period.group != FREE and before.group == FREE and after.group == FREE and after.ended:
@@ -70,8 +84,10 @@ def observations(
     for before, period, after in _triples(periods):
         n_lost, n = lost.get(period.group, (0, 0))
         counted = (before, period, after)
-        rates = [p.rate / a if p.rate and (a := availability(p)) else None for p in counted]
-        if any(p.reports < REPORTS_PER_PERIOD for p in counted) or None in rates:
+        source = through(period)
+        raw = [(p.rates.get(source), p.counts.get(source, 0)) if source else (p.rate, p.reports) for p in counted]
+        rates = [r / a if r and (a := availability(p)) else None for (r, _), p in zip(raw, counted, strict=True)]
+        if any(count < REPORTS_PER_PERIOD for _, count in raw) or None in rates:
             lost[period.group] = (n_lost + 1, n + 1)
             continue
         lost[period.group] = (n_lost, n + 1)

@@ -31,7 +31,8 @@ def _span(low: float, high: float) -> str:
 def rows(result: dict[str, Any], faster: float = 0.1) -> list[list[str]]:
     out = []
     util = result.get("utilisation_cores") or {}
-    achieved = result.get("achieved_fraction") or {}
+    # what the stops took of each group's CPU (older results: the share it was held stopped)
+    achieved = result.get("dose") or result.get("achieved_fraction") or {}
     kept = result.get("cpu_kept") or {}
     measured = sorted(result.get("sensitivity") or [], key=lambda s: -_finite(s.get("estimate")))
     for s in measured:
@@ -136,7 +137,7 @@ def render_causal(
         else "causal profile: no rate was measured"
     )
     table = Table(title=title, title_justify="left")
-    for col in ("group", "procs", "cores", "f held", "CPU kept", "sensitivity", "95 % interval", "rounds",
+    for col in ("group", "procs", "cores", "dose", "CPU kept", "sensitivity", "95 % interval", "rounds",
                 "10 % faster buys", "verdict"):  # fmt: skip
         table.add_column(col, justify="left" if col in ("group", "verdict", "95 % interval") else "right")
     for row in rows(result):

@@ -239,3 +239,17 @@ def test_a_group_whose_stops_change_the_crowding_is_unknown():
     assert crowding(periods)["b"] == pytest.approx(1.8)
     assert "changed how much CPU the program got" in verdicts([SLACK], crowding={"b": 1.8})["b"][1]
     assert verdicts([SLACK], crowding={"b": 1.1})["b"][0] == "slack"
+
+
+def test_with_several_proxies_a_slowed_group_is_measured_through_another_groups_calls():
+    """A slack producer's own writes pause with its stops and refill its queue after: through
+    them it read +0.34; through the consumer's reads it reads what the program did."""
+
+    def p(group: str, own: float, other: float) -> Period:
+        return Period(0, group, 1, 0.0, ended=1.0, rate=own, reports=6, fraction=None if group == FREE else 0.5,
+                      rates={"main": own, "consume": other}, counts={"main": 6, "consume": 6})  # fmt: skip
+
+    periods = [p(FREE, 100.0, 100.0), p("main", 70.0, 100.0), p(FREE, 100.0, 100.0), p("consume", 50.0, 50.0),
+               p(FREE, 100.0, 100.0)]  # fmt: skip
+    values, _ = observations(periods, 0.5)
+    assert values == {"main": [pytest.approx(0.0)], "consume": [pytest.approx(1.0)]}
