@@ -154,6 +154,26 @@ def run_one(case: Case, out: Path, code: Path, index: int) -> dict:
     return row
 
 
+def rejudge(run_dir: str) -> tuple[dict[str, dict], list[str]]:
+    """The run's verdicts as this tree computes them from its recorded periods (the periods
+    are what the experiment measured; the verdicts are a pure function of them:
+    tests/harness/test_causal_recorded.py), and its caveats."""
+    from harness.causal.result import CausalResult
+    from harness.causal.rounds import observations
+    from harness.causal.sensitivity import estimate
+
+    result = CausalResult.from_json(json.loads((Path(run_dir) / "causal.json").read_text()))
+    values, result.lost = observations(result.periods, result.options.fraction)
+    names = [n for n in dict.fromkeys([*values, *result.lost]) if n not in set(result.idle)]
+    result.sensitivities = [estimate(n, values.get(n, [])) for n in names]
+    data = result.to_json()
+    groups = {
+        s["group"]: {k: s.get(k) for k in ("verdict", "reading", "estimate", "low", "high", "n", "reason")}
+        for s in [*data["sensitivity"], *data["unmeasured"]]
+    }
+    return groups, data["caveats"]
+
+
 def score(case: Case, row: dict) -> dict:
     groups = row.get("groups") or {}
     wrong = []
@@ -197,6 +217,15 @@ def cmd_table(args: argparse.Namespace) -> None:
 
     rows = read(Path(args.out))
     by_name = {c.name: c for c in CORPUS}
+    changed = 0
+    for row in rows:  # the verdicts as this tree computes them from each run's periods
+        if row.get("run_dir") and (Path(row["run_dir"]) / "causal.json").exists():
+            groups, caveats = rejudge(row["run_dir"])
+            changed += {g: v["verdict"] for g, v in groups.items()} != {
+                g: v["verdict"] for g, v in (row.get("groups") or {}).items()
+            }
+            row["groups"], row["caveats"] = groups, caveats
+            row.update(score(by_name[row["case"]], row))
     print("| run | load (start-end) | wall | throughput, periods | verdicts (sensitivity [95 %]) | named | wrong |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     verdicts = wrong = named = 0
@@ -225,7 +254,8 @@ def cmd_table(args: argparse.Namespace) -> None:
           f"Clopper-Pearson: {upper:.3f} per verdict; no run with a wrong verdict: at most {runs_upper:.3f} of runs); "
           f"the right bottleneck named in {named} of {n} ({100 * named / max(n, 1):.0f} %); "
           f"longest run {max((r['wall_s'] for r in rows), default=0):.0f} s; "
-          f"processes left after a run: {sum(len(r['leftovers']['alive']) for r in rows)} (stopped "
+          f"verdicts recomputed by this tree from the recorded periods differ from the printed ones in {changed} "
+          f"run(s); processes left after a run: {sum(len(r['leftovers']['alive']) for r in rows)} (stopped "
           f"{sum(len(r['leftovers']['stopped']) for r in rows)}, Ray {sum(len(r['leftovers']['ray']) for r in rows)})")  # fmt: skip
 
 

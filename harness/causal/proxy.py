@@ -75,11 +75,17 @@ def marks_at(reports: Sequence[tuple[float, float]], series: Sequence[tuple[floa
     the calls read every tick: (time, count) reports and (time, {pid: calls}) readings. Read
     at the report's own time, not when the harness got to it: a cell starved by a crowded
     machine writes its samples late, and calls counted meanwhile would land in the wrong
-    interval. A report outside the readings' span, or a process not read all along, is left out."""
+    interval. A report outside the span of the readings that saw every process alive at the
+    end is left out."""
+    if not series:
+        return []
+    # the processes alive at the end, over the readings that saw them all (one read before a
+    # stage was started would otherwise drop that stage)
+    pids = set(series[-1][1])
+    series = [(t, c) for t, c in series if pids <= set(c)]
     if len(series) < 2:
         return []
     times = [t for t, _ in series]
-    pids = set.intersection(*(set(c) for _, c in series))
     columns = {pid: [c[pid] for _, c in series] for pid in pids}
     return [
         Mark(count, {pid: round(float(np.interp(t, times, col))) for pid, col in columns.items()})

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.causal.periods import FREE, Period
-from harness.causal.rounds import crowding
+from harness.causal.rounds import crowding, through_itself
 from harness.causal.sensitivity import Sensitivity
 from harness.causal.verdicts import Evidence, Judgement, experiment_caveats, judge
 
@@ -136,6 +136,7 @@ class CausalResult:
             lost=self.lost,
             dose=self.doses(),
             crowding=crowding(self.periods),
+            through_itself=frozenset(through_itself(self.periods)),
         )
 
     def judgements(self) -> list[Judgement]:

@@ -68,6 +68,11 @@ def through(period: Period) -> str | None:
     return next((g for g in period.rates if g != period.group), next(iter(period.rates)))
 
 
+def through_itself(periods: Sequence[Period]) -> set[str]:
+    """The groups measured through their own calls (no other group's tracked the counter)."""
+    return {p.group for p in periods if p.group != FREE and p.rates and through(p) == p.group}
+
+
 def _triples(periods: Sequence[Period]):
     for before, period, after in zip(periods, periods[1:], periods[2:], strict=False):
         if period.group != FREE and before.group == FREE and after.group == FREE and after.ended:

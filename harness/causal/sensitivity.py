@@ -32,8 +32,10 @@ from harness.ab.sequential import DEFAULT_ALPHA, Interval, blocks_to_decide, con
 
 # A group whose interval lies within these bounds reads as what the bound says
 CRITICAL = 0.7  # the interval's low end at or above: on the critical path
-SLACK = 0.2  # the interval's high end at or below (and its low end above COMPETES): slack
-COMPETES = 0.0  # the interval's high end below: slowing it speeds the program up
+SLACK = 0.2  # the interval within +-this: slack (10 % faster or slower changes the throughput by 2 % at most)
+# the interval's high end below: slowing it speeds the program up, by more than slack's margin
+# (a slack consumer on a crowded 2-core VM read -0.12 [-0.26, -0.02]: the cores its stops freed)
+COMPETES = -SLACK
 
 
 def observation(rate_free: float, rate_slowed: float, fraction: float) -> float | None:
@@ -65,7 +67,7 @@ class Sensitivity:
             return "competes"
         if low >= CRITICAL:
             return "critical"
-        if high <= SLACK:
+        if -SLACK <= low and high <= SLACK:
             return "slack"
         return "between"
 

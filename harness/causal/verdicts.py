@@ -21,6 +21,9 @@ Caveats of one group:
   asked (outside HELD_WITHIN times it): a crowded machine stretched or gave back its stops;
 - too few rounds for an interval (the sign test needs 7), or rounds lost: a fifth of its
   rounds had a period with fewer reports than the cadence rule asks (THIN);
+- through itself: the I/O proxy was the group's own calls (no other group's tracked the
+  counter), and it reads below critical: a slack producer's writes pause with its stops and
+  catch up after, and read +0.31 [+0.20, +0.50];
 - crowding: the program's availability (harness.causal.rounds) in the group's slowed
   periods differs from the free ones' by more than CROWDING either way: its stops change
   the CPU the others get (a poller stopped frees a core), which the rates, divided by
@@ -30,7 +33,8 @@ Caveats of one group:
   happen (the scheduler gave the stops back, or the cores are the limit), so neither can be
   told (a reading in between is unknown by its interval; a critical one stands: the truth
   is higher still);
-- the interval: wider than +-width, or narrow but between slack and critical.
+- the interval: wider than +-width, or narrow but in no verdict's range (between slack and
+  critical, or between slack and competes).
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ class Evidence:
     lost: Mapping[str, tuple[int, int]] | None = None  # (rounds without a usable observation, rounds)
     dose: Mapping[str, float] | None = None  # the share of its CPU its stops took (median)
     crowding: Mapping[str, float] | None = None  # the program's availability, slowed over free (median)
+    through_itself: frozenset[str] = frozenset()  # groups whose own calls were the only proxy
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,11 @@ def _group_caveat(group: str, reading: str, evidence: Evidence) -> str | None:
             f"{lost} of its {rounds} rounds had a period with fewer than 5 reports of progress (the program stalls "
             "or reports less often when it is slowed)"
         )
+    if group in evidence.through_itself and reading != "critical":
+        return (
+            "its rate was read through its own read/write calls (no other group's tracked the counter): they pause "
+            "with its stops and catch up after, which reads as a loss where there is none"
+        )
     crowded = (evidence.crowding or {}).get(group)
     if crowded is not None and not 1 / CROWDING <= crowded <= CROWDING:
         return (
@@ -147,7 +157,11 @@ def _interval_reason(s: Sensitivity, width: float) -> str | None:
     if s.halfwidth > width:
         return f"its interval [{m.low:+.2f}, {m.high:+.2f}] is wider than +-{width:g}: more budget narrows it"
     if s.reading == "between":
-        return f"its interval [{m.low:+.2f}, {m.high:+.2f}] lies between slack and critical: it partly limits"
+        part = "it partly limits" if m.low > 0 else "it may compete a little"
+        return (
+            f"its interval [{m.low:+.2f}, {m.high:+.2f}] lies in no verdict's range (critical from +0.70, slack "
+            f"within +-0.20, competes below -0.20): {part}"
+        )
     return None
 
 

@@ -12,7 +12,7 @@ import pytest
 from harness.causal import cadence as cad
 from harness.causal.periods import FREE, Period
 from harness.causal.plan import ROUNDS_PLANNED, Plan, refusal
-from harness.causal.proxy import Mark, choose, drifted, halves, tracking
+from harness.causal.proxy import Mark, choose, drifted, halves, marks_at, tracking
 from harness.causal.rounds import crowding, fewest_reports, observations
 from harness.causal.sensitivity import estimate
 from harness.causal.verdicts import Evidence, judge
@@ -161,7 +161,7 @@ def test_a_wide_or_short_or_between_interval_is_unknown_and_says_which():
     between = estimate("a", [0.45 + 0.01 * (k % 5) for k in range(20)])
     assert "wider than +-0.15" in verdicts([wide])["a"][1]
     assert verdicts([short])["a"] == ("unknown", "3 round(s) measured; an interval needs 7")
-    assert "between slack and critical" in verdicts([between])["a"][1]
+    assert "lies in no verdict's range" in verdicts([between])["a"][1]
     assert verdicts([], idle=["daemon"], utilisation={"daemon": 0.002})["daemon"][0] == "unknown"
 
 
@@ -253,3 +253,15 @@ def test_with_several_proxies_a_slowed_group_is_measured_through_another_groups_
                p(FREE, 100.0, 100.0)]  # fmt: skip
     values, _ = observations(periods, 0.5)
     assert values == {"main": [pytest.approx(0.0)], "consume": [pytest.approx(1.0)]}
+
+
+def test_calls_at_each_report_are_read_at_its_time_from_the_readings_that_saw_every_stage():
+    """The first reading came before the consumer was started: it must not drop the consumer."""
+    series = [(0.0, {1: 0}), *((float(t), {1: 10 * t, 2: 20 * t}) for t in range(1, 8))]
+    marks = marks_at([(1.5, 15.0), (3.5, 35.0), (5.5, 55.0), (7.5, 75.0)], series)
+    assert [m.calls for m in marks] == [{1: 15, 2: 30}, {1: 35, 2: 70}, {1: 55, 2: 110}]
+
+
+def test_a_group_read_through_its_own_calls_is_unknown_unless_critical():
+    assert "through its own read/write calls" in verdicts([SLACK], through_itself=frozenset({"b"}))["b"][1]
+    assert verdicts([CRITICAL], through_itself=frozenset({"a"}))["a"][0] == "critical"
