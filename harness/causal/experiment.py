@@ -57,7 +57,7 @@ from harness.causal.periods import CONTROL, FREE, Period
 from harness.causal.plan import ROUNDS_WANTED, Plan, refusal
 from harness.causal.result import CausalOptions, CausalResult
 from harness.causal.rounds import fewest_reports, observations
-from harness.causal.sensitivity import Sensitivity, estimate, narrow_enough
+from harness.causal.sensitivity import Sensitivity, estimate, settled
 from harness.causal.stopper import PhaseStats, Stopper, schedstat
 from harness.causal.verdicts import IDLE_CORES
 from harness.cell.processes import tree
@@ -219,13 +219,14 @@ class Experiment:
                 self._adapt(rounds)
                 rounds += 1
                 # a group whose interval is narrow enough is measured no more: its rounds go to the others
-                self._narrow = {s.group for s in found if narrow_enough([s], opts.width)}
+                # (a narrow one in no verdict's range, +0.69 [..] a hair below critical, is measured on)
+                self._narrow = {s.group for s in found if settled(s, opts.width)}
                 self._idle |= self._idle_groups()
                 found = [s for s in found if s.group not in self._idle]
                 if time.monotonic() - said >= PROGRESS_EVERY_S:
                     said = time.monotonic()
                     self.announce(self._progress(rounds, found, said - t0))
-                if narrow_enough(found, opts.width):
+                if found and all(settled(s, opts.width) for s in found):
                     reason = "narrow"
                     break
                 if rounds % 4 == 0:

@@ -9,9 +9,9 @@ counter, and checked after:
 
 - **Chosen** (harness.causal.experiment, when the counter's cadence asks for more budget
   than there is): during warm-up each process's calls are read at every report of the
-  counter; a group tracks the counter when it made at least MIN_CALLS calls in each of at
-  least MIN_INTERVALS intervals between reports and its calls per unit of the counter over
-  the first half of them and over the second agree within DRIFT (the check made after, on
+  counter; a group tracks the counter when it made calls in each of at least MIN_INTERVALS
+  intervals between reports, MIN_CALLS in each half of them, and its calls per unit of the
+  counter over the first half and over the second agree within DRIFT (the check made after, on
   the whole experiment). Halves, not single intervals: a trainer's calls come in a burst
   right after its report, and a report read 0.1 s late moves a burst from one interval to
   the next (a phased trainer's intervals read 330 to 488 calls per update, their halves 431
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MIN_CALLS = 20  # calls in every interval between two reports: fewer, and one call more or less is 5 %
+MIN_CALLS = 50  # calls in each half of the warm-up's report intervals: fewer, and one call is 2 %
 MIN_INTERVALS = 3  # intervals between reports in warm-up, at least, to judge a group by
 DRIFT = 0.2  # the two halves' calls per unit may differ by this share of the smaller
 
@@ -96,22 +96,22 @@ def marks_at(reports: Sequence[tuple[float, float]], series: Sequence[tuple[floa
 
 def tracking(marks: Sequence[Mark], groups: Mapping[str, Sequence[int]]) -> list[Tracking]:
     """Each group's calls per unit of the counter between consecutive reports, and over each
-    half of them (an interval with under MIN_CALLS calls, or a process not read at both
-    ends, leaves the group out)."""
+    half of them (an interval without a call, a half with under MIN_CALLS, or a process not
+    read at both ends, leaves the group out)."""
     out = []
     for name, pids in groups.items():
         calls: list[int] = []
         units: list[float] = []
         for a, b in zip(marks, marks[1:], strict=False):
             made = sum(b.calls.get(p, 0) - a.calls.get(p, 0) for p in pids)
-            if b.count - a.count <= 0 or any(p not in a.calls or p not in b.calls for p in pids) or made < MIN_CALLS:
+            if b.count - a.count <= 0 or any(p not in a.calls or p not in b.calls for p in pids) or made <= 0:
                 calls = []
                 break
             calls.append(made)
             units.append(b.count - a.count)
-        if len(calls) < 2:
-            continue
         middle = len(calls) // 2
+        if len(calls) < 2 or min(sum(calls[:middle]), sum(calls[middle:])) < MIN_CALLS:
+            continue
         halves = (sum(calls[:middle]) / sum(units[:middle]), sum(calls[middle:]) / sum(units[middle:]))
         out.append(Tracking(name, tuple(c / u for c, u in zip(calls, units, strict=True)), halves, sum(calls)))
     return out

@@ -100,3 +100,10 @@ def narrow_enough(found: Sequence[Sensitivity], width: float, alpha: float = DEF
     """Every group's interval is at most +-width (and has the rounds a decision needs)."""
     need = blocks_to_decide(alpha)
     return bool(found) and all(s.median.n >= need and s.halfwidth <= width for s in found)
+
+
+def settled(found: Sensitivity, width: float, alpha: float = DEFAULT_ALPHA) -> bool:
+    """Narrow enough and in one verdict's range: the group needs no more rounds. A narrow
+    interval that straddles a bound (+0.69 [..] against critical's 0.7) is measured on while
+    the budget lasts: its interval is anytime-valid, so more rounds cost no validity."""
+    return narrow_enough([found], width, alpha) and found.reading in ("critical", "slack", "competes")

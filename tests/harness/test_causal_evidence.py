@@ -91,7 +91,7 @@ def test_a_group_whose_calls_track_the_counter_is_chosen_and_one_that_does_not_i
     # a burst read late moves calls between intervals (2.4, 1.8, ...): the halves agree
     assert found["envs"].tracks and found["envs"].halves == pytest.approx((2.1, 2.1))
     assert not found["noisy"].tracks  # 0.4 then 0.6 calls per unit: not the work
-    assert "quiet" not in found  # 1 call between two reports says nothing
+    assert "quiet" not in found  # 2 calls in each half say nothing
     assert choose(list(found.values())).group == "envs"
     assert tracking(marks[:1], {"envs": [1]}) == []
 
@@ -265,3 +265,11 @@ def test_calls_at_each_report_are_read_at_its_time_from_the_readings_that_saw_ev
 def test_a_group_read_through_its_own_calls_is_unknown_unless_critical():
     assert "through its own read/write calls" in verdicts([SLACK], through_itself=frozenset({"b"}))["b"][1]
     assert verdicts([CRITICAL], through_itself=frozenset({"a"}))["a"][0] == "critical"
+
+
+def test_a_narrow_interval_in_no_verdicts_range_is_measured_on():
+    from harness.causal.sensitivity import settled
+
+    assert settled(CRITICAL, 0.15) and settled(SLACK, 0.15)
+    hair_below = estimate("a", [0.69 + 0.001 * (k % 7) for k in range(30)])
+    assert hair_below.halfwidth <= 0.15 and not settled(hair_below, 0.15)
