@@ -25,6 +25,7 @@ The 95 % upper bound on the rate of wrong verdicts is Clopper-Pearson's (scipy).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -266,16 +267,16 @@ def cmd_fixture(args: argparse.Namespace) -> None:
             "proxy", "idle", "cadence", "sensitivity", "unmeasured", "caveats", "lost_rounds")  # fmt: skip
     cut = {k: data.get(k) for k in keep}
     cut["periods"] = [
-        {k: p[k] for k in ("round", "group", "pids", "started", "ended", "rate", "reports", "fraction", "dose",
+        {k: p[k] for k in ("round", "group", "pids", "started", "ended", "rate", "reports", "rates", "counts", "fraction", "dose",
                            "cpu_cores", "queued_cores", "stopped_s", "cycles")}
         for p in data["periods"]
     ]  # fmt: skip
     cut["reports"] = []
     case = next(c for c in CORPUS if c.name == args.case)
     cut["truth"] = {"case": case.name, "argv": [Path(a).name for a in case.argv[1:]], "groups": case.truth}
-    target = ROOT / "tests" / "harness" / "data" / "causal" / f"{args.name}.json"
+    target = ROOT / "tests" / "harness" / "data" / "causal" / f"{args.name}.json.gz"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(_rounded(cut), separators=(",", ":")) + "\n")
+    target.write_bytes(gzip.compress((json.dumps(_rounded(cut), separators=(",", ":")) + "\n").encode(), mtime=0))
     print(f"{target}: {target.stat().st_size / 1024:.1f} KB")
 
 

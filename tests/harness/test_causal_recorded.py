@@ -16,6 +16,7 @@ printed and the truth the program was built with. Replayed here:
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from harness.causal.sensitivity import estimate
 from harness.report.causal import conclusion
 
 DATA = Path(__file__).parent / "data" / "causal"
-FIXTURES = sorted(DATA.glob("*.json"))
+FIXTURES = sorted(DATA.glob("*.json.gz"))
 
 
 def replay(data: dict) -> dict[str, str]:
@@ -46,9 +47,9 @@ def recorded(data: dict) -> dict[str, str]:
     return {s["group"]: s["verdict"] for s in [*data["sensitivity"], *(data.get("unmeasured") or [])]}
 
 
-@pytest.fixture(params=FIXTURES, ids=[p.stem for p in FIXTURES])
+@pytest.fixture(params=FIXTURES, ids=[p.name.removesuffix(".json.gz") for p in FIXTURES])
 def data(request) -> dict:
-    return json.loads(request.param.read_text())
+    return json.loads(gzip.decompress(request.param.read_bytes()))
 
 
 def test_there_are_recorded_experiments_of_several_kinds():
@@ -73,6 +74,7 @@ def test_free_periods_that_saw_no_report_leave_every_verdict_unknown(data):
     free = [p for p in degraded["periods"] if p["group"] == FREE]
     for p in free[:: max(1, len(free) // (len(free) // 5 + 1))]:
         p["reports"], p["rate"] = 0, None
+        p["counts"], p["rates"] = dict.fromkeys(p.get("counts") or {}, 0), dict.fromkeys(p.get("rates") or {})
     verdicts, result = replay(degraded)
     assert set(verdicts.values()) == {"unknown"}, verdicts
     as_json = result.to_json()
@@ -96,6 +98,7 @@ def test_rounds_whose_periods_held_too_few_reports_are_lost_and_say_so(data):
     slowed = [p for p in degraded["periods"] if p["group"] == group]
     for p in slowed[::2]:
         p["reports"] = 3
+        p["counts"] = dict.fromkeys(p.get("counts") or {}, 3)  # through every proxy too
     verdicts, result = replay(degraded)
     assert verdicts[group] == "unknown"
     assert result.lost[group][0] >= len(slowed) // 2
