@@ -108,7 +108,7 @@ def conclusion(result: dict[str, Any], remedy: Callable[[str, str], str] | None 
 
 def _how(opts: dict[str, Any]) -> str:
     if opts.get("mode", "duty") == "debt":
-        return f"each process of a group stopped {opts['fraction'] / (1 - opts['fraction']):.2g} s per s it ran"
+        return f"each process of a group owes {opts['fraction'] / (1 - opts['fraction']):.2g} s of running per s it ran"
     return f"each group stopped {opts['fraction']:g} of every {1000 * opts['cycle_s']:g} ms"
 
 
