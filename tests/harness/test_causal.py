@@ -154,15 +154,21 @@ def test_the_known_pipelines_bottleneck_is_found_and_follows_the_work(tmp_path, 
     assert found[limit]["estimate"] >= 0.7, found
     assert found[slack]["estimate"] <= 0.2, found
     assert found[limit]["low"] > found[slack]["high"], found  # the intervals tell them apart
+    assert found[limit]["verdict"] in ("critical", "unknown") and found[slack]["verdict"] in ("slack", "unknown")
 
 
 @linux
 @pytest.mark.slow
-def test_a_busy_poller_beside_cpu_bound_workers_has_a_sensitivity_below_zero(tmp_path):
-    """On 2 cores: the poller takes a core the workers could use; stopping it speeds them up."""
+def test_a_busy_poller_beside_cpu_bound_workers_competes_or_is_unknown_for_its_crowding(tmp_path):
+    """On 2 cores the poller takes a core the workers could use: stopping it speeds them up.
+    The rates are compared at equal crowding (harness.causal.rounds), which hides a core
+    freed, so the poller is never called slack: competes, or unknown because its stops
+    changed the CPU the workers got."""
     found = causal(tmp_path, [sys.executable, str(PROGRAMS / "spin_poll.py"), "2"], 45, "--width", "0.25")
-    assert found["main"]["estimate"] < 0, found  # its interval, at load 8 on 2 cores: [-0.95, +0.51] in 60 s
-    assert found["workers"]["estimate"] > found["main"]["estimate"] + 0.3, found
+    poller = found["main"]
+    assert poller["verdict"] in ("competes", "unknown"), found
+    assert poller["verdict"] == "competes" or "changed how much CPU" in poller["reason"] or "round" in poller["reason"]
+    assert found["workers"]["verdict"] != "slack", found
 
 
 @linux
