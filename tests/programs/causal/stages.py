@@ -8,7 +8,7 @@ throughput, the others have slack.
 COSTS: each stage's CPU time per item in ms, main first (`1,3`: the consumer limits;
 `1,3,1`: the middle stage). The stages after main run the functions stage_b and stage_c. Progress as real programs print it: every S seconds (default
 0.5) the main process prints `Iteration N (X iter/s)` with N the items the last stage
-finished (`--reporter last`: the last stage prints `processed=N` itself), or with `--per N`
+finished (`--reporter last`: the last stage prints `Iteration N` itself), or with `--per N`
 one line every N items finished.
 """
 
@@ -36,9 +36,9 @@ def work_on(inbox, outbox, cost, done, args):
             n = done.value
         if args.reporter == "last" and args.per is None and time.monotonic() - last >= args.every:
             last = time.monotonic()
-            print(f"processed={n}", flush=True)
+            print(f"Iteration {n}", flush=True)
         elif args.per is not None and n % args.per == 0:
-            print(f"processed={n}", flush=True)
+            print(f"Iteration {n}", flush=True)
 
 
 # one function per stage, as a pipeline's stages usually are: the harness tells processes apart
