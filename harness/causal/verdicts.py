@@ -20,7 +20,9 @@ Caveats of one group:
 - its stops took a share of its CPU (the dose; harness.causal.rounds) far from the fraction
   asked (outside HELD_WITHIN times it): a crowded machine stretched or gave back its stops;
 - too few rounds for an interval (the sign test needs 7), or rounds lost: a fifth of its
-  rounds had a period with fewer reports than the cadence rule asks (THIN);
+  rounds had a period with fewer reports than the cadence rule asks (THIN), and it reads
+  below critical (the rounds lost are those whose slowing cut the reports most: without
+  them a critical reading only understates, any other may be a critical group's);
 - through itself: the I/O proxy was the group's own calls (no other group's tracked the
   counter), and it reads below critical: a slack producer's writes pause with its stops and
   catch up after, and read +0.31 [+0.20, +0.50];
@@ -115,7 +117,9 @@ def _group_caveat(group: str, reading: str, evidence: Evidence) -> str | None:
     if took is not None and not low <= took <= high:
         return f"its stops took {took:.2f} of its CPU, far from the {evidence.fraction:g} asked"
     lost, rounds = (evidence.lost or {}).get(group, (0, 0))
-    if rounds and lost > THIN * rounds:
+    # the rounds lost are those whose slowing hurt the reports most: a critical reading without
+    # them only understates; any other could be a critical group's
+    if rounds and lost > THIN * rounds and reading != "critical":
         return (
             f"{lost} of its {rounds} rounds had a period with fewer than 5 reports of progress (the program stalls "
             "or reports less often when it is slowed)"
