@@ -261,7 +261,8 @@ def cmd_table(args: argparse.Namespace) -> None:
 
 
 def cmd_fixture(args: argparse.Namespace) -> None:
-    """A run's causal.json cut to what the verdicts are computed from: the recorded periods."""
+    """A run's causal.json cut to what the verdicts are computed from: the recorded periods,
+    with the verdicts this tree computes from them."""
     data = json.loads((Path(args.run_dir) / "causal.json").read_text())
     keep = ("counter", "groups", "rounds", "reason", "wall_s", "launch_s", "warmup_s", "cost", "options", "waits",
             "proxy", "idle", "cadence", "sensitivity", "unmeasured", "caveats", "lost_rounds")  # fmt: skip
@@ -272,6 +273,13 @@ def cmd_fixture(args: argparse.Namespace) -> None:
         for p in data["periods"]
     ]  # fmt: skip
     cut["reports"] = []
+    # the verdicts as this tree computes them from the periods (what the replay test holds), and
+    # those the run printed, where the gate has changed since
+    groups, caveats = rejudge(args.run_dir)
+    cut["printed"] = {s["group"]: s["verdict"] for s in [*data["sensitivity"], *data.get("unmeasured", [])]}
+    cut["sensitivity"] = [{"group": g, **v} for g, v in groups.items() if v.get("n") is not None]
+    cut["unmeasured"] = [{"group": g, **v} for g, v in groups.items() if v.get("n") is None]
+    cut["caveats"] = caveats
     case = next(c for c in CORPUS if c.name == args.case)
     cut["truth"] = {"case": case.name, "argv": [Path(a).name for a in case.argv[1:]], "groups": case.truth}
     target = ROOT / "tests" / "harness" / "data" / "causal" / f"{args.name}.json.gz"
