@@ -7,7 +7,7 @@ answers the requests one at a time. Work is CPU time.
 `server`: the server works 2 ms a request and a client 0.2 ms between requests: the server
 limits, the clients wait on it. `clients`: a client works 4 ms between requests and the
 server 0.1 ms: the clients limit (all of them: one group), the server waits. The main
-process only reports: every S seconds (default 0.5) `served N requests`.
+process only reports: every S seconds (default 0.5) `Iteration N`, N the requests served.
 """
 
 import argparse
@@ -51,7 +51,7 @@ def main():
         mp.Process(target=client, args=(i, requests, theirs, client_s), daemon=True).start()
     while True:
         time.sleep(args.every)
-        print(f"served {served.value} requests", flush=True)
+        print(f"Iteration {served.value}", flush=True)  # one iteration: one request served
 
 
 if __name__ == "__main__":
