@@ -52,8 +52,9 @@ def main():
     light, heavy = 0.001, 0.003
     produce_s, consume_s = (light, heavy) if args.mode == "consumer" else (heavy, light)
     q, done = mp.Queue(maxsize=32), mp.Value("l", 0)
-    mp.Process(target=consumer, args=(q, consume_s / 2, done), daemon=True).start()
-    # two consumer threads at half the cost each: one GIL, so 3 ms of the process's time per item
+    # each consumer thread spends the item's whole cost: they share one GIL, so the process
+    # finishes one item per cost however many threads take them
+    mp.Process(target=consumer, args=(q, consume_s, done), daemon=True).start()
     threading.Thread(target=produce, args=(q, produce_s), daemon=True).start()
     while True:
         time.sleep(args.every)
