@@ -6,7 +6,10 @@ A suite's cell runs the suite's own code in the cell's interpreter (its driver, 
 process it forks keeps that command line), so there the interpreter is the program's main;
 a `-- CMD` cell's interpreter only reads the program's output, and slowing it would slow
 the measurement, not the program: it is left out. multiprocessing's helpers (resource
-tracker, forkserver) are never slowed.
+tracker, forkserver) and Ray's runtime (gcs_server, raylet, the dashboard, the log monitor,
+the agents: harness.watch.roles.is_ray_runtime) are never slowed unless a user's group
+takes them; Ray actors are one group per actor class, named after it (their process title
+`ray::ClassName...`), whatever role their number gives them.
 
 A user's group is `NAME=PIDS` (a comma list of pids) or `NAME=REGEX` (matched against each
 process's command line); the processes no user group takes keep their roles.
@@ -113,7 +116,11 @@ def find_groups(
             procs[proc.pid] = roles.Proc(proc.pid, proc.ppid(), _cmdline(proc, suite_cell), proc.create_time())
         except psutil.Error:
             continue
-    new = [pid for pid in procs if pid not in entries]
+    # one py-spy dump per new process, not for those whose command line says what they are
+    new = [
+        pid for pid, p in procs.items()
+        if pid not in entries and not roles.is_helper(p.cmdline) and roles.ray_title(p.cmdline) is None
+    ]  # fmt: skip
     if new:
         exe = py_spy()
         with ThreadPoolExecutor(max_workers=4) as pool:
@@ -129,7 +136,10 @@ def find_groups(
         role = assigned.get(pid)
         if role is None or role in roles.IGNORED:
             continue
-        if role == roles.CHILDREN:  # processes started for different jobs: one group per job
+        title = roles.ray_title(proc.cmdline)
+        if title is not None:  # a Ray actor (or task): its class names its group
+            role = title if title not in roles.ROLES else f"ray:{title}"
+        elif role == roles.CHILDREN:  # processes started for different jobs: one group per job
             role = _job_name(entries.get(pid), proc.cmdline)
         groups.setdefault(role, []).append(pid)
     return groups

@@ -1,15 +1,17 @@
-"""A causal experiment's options and what it found: the periods, each group's sensitivity,
-and the summaries the report reads (harness.causal.experiment fills them in)."""
+"""A causal experiment's options and what it found: the periods, each group's sensitivity
+and verdict, and the summaries the report reads (harness.causal.experiment fills them in;
+the verdicts are computed here, once, from the evidence: harness.causal.verdicts)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.causal.periods import FREE, Period
+from harness.causal.rounds import crowding, through_itself
 from harness.causal.sensitivity import Sensitivity
+from harness.causal.verdicts import Evidence, Judgement, experiment_caveats, judge
 
-FREE = "(none)"  # the period with nothing slowed
-CONTROL = "(control)"  # a sleeping process of the harness's, slowed like a group: the method's own effect
 MIN_CPU_CORES = 0.05  # a group using less with nothing slowed has no CPU share worth comparing
 
 
@@ -20,9 +22,9 @@ class CausalOptions:
     fraction: float = 0.5  # share of its time (duty) or busy time (debt) a slowed group is held stopped
     mode: str = "debt"  # debt: each process stopped for what its CPU owes; duty: the group, f of every cycle
     cycle_s: float = 0.02  # one stop plus one run
-    period_s: float = (
-        0.5  # one period: short periods, many rounds (the machine's noise is as large at 0.25 s as at 4 s)
-    )
+    # the shortest period (Coz's ExperimentMinTime): short periods, many rounds (the machine's noise is as
+    # large at 0.25 s as at 4 s); longer where the program reports too seldom for it (harness.causal.cadence)
+    period_s: float = 0.5
     settle_s: float = 0.1  # the first part of a period left out of its rate
     sample_s: float = 0.05  # the cell's probe writes its counters this often
     budget_s: float = 180.0  # the whole experiment, from launch
@@ -33,23 +35,6 @@ class CausalOptions:
     io_group: str | None = None  # count this group's read/write calls as the throughput (--io-counter)
     start_timeout_s: float = 180.0
     seed: int | None = None
-
-
-@dataclass
-class Period:
-    round: int
-    group: str
-    pids: int  # processes slowed
-    started: float  # parent's monotonic clock
-    started_wall: float = 0.0
-    ended: float = 0.0
-    ended_wall: float = 0.0
-    rate: float | None = None
-    stopped_s: float = 0.0
-    slowed_s: float = 0.0
-    cycles: int = 0
-    fraction: float | None = None  # the share the group was held stopped (harness.causal.stopper.PhaseStats)
-    cpu_cores: dict[str, float] = field(default_factory=dict)  # each group's CPU over the period
 
 
 @dataclass
@@ -68,18 +53,23 @@ class CausalResult:
     harness_cpu_s: float
     options: CausalOptions
     waits: list[dict[str, Any]] = field(default_factory=list)  # harness.watch.waits.by_role, free periods
-    io_check: dict[str, Any] | None = None  # --io-counter against the program's own counter
+    # the I/O proxy, when one counted the throughput: {"group", "chosen" (user / auto), "tracking", "halves"}
+    proxy: dict[str, Any] | None = None
     idle: list[str] = field(default_factory=list)  # groups that used no CPU (debt mode: never stopped, not measured)
+    lost: dict[str, tuple[int, int]] = field(default_factory=dict)  # rounds without an observation, rounds
+    # the program's cadence and the periods it asked for: {"cadence_s", "period_s" (each round's), "plan"}
+    cadence: dict[str, Any] = field(default_factory=dict)
+    reports: list[tuple[float, float]] = field(default_factory=list)  # the throughput's reports (child clock, count)
 
     def free_rate(self) -> float | None:
         rates = sorted(p.rate for p in self.periods if p.group == FREE and p.rate)
         return rates[len(rates) // 2] if rates else None
 
     def idle_free_periods(self) -> tuple[int, int]:
-        """(free periods that counted nothing, free periods): a program that works in phases
-        longer than a period (a PPO's rollout, then its update) counts nothing in some."""
+        """(free periods that saw no report, free periods): a program that works in phases
+        longer than a period (a PPO's rollout, then its update) reports nothing in some."""
         free = [p for p in self.periods if p.group == FREE and p.ended]
-        return sum(1 for p in free if not p.rate), len(free)
+        return sum(1 for p in free if not p.reports), len(free)
 
     def utilisation(self) -> dict[str, float]:
         """Each group's median CPU (cores) over the periods nothing was slowed."""
@@ -90,13 +80,22 @@ class CausalResult:
                 out[name] = values[len(values) // 2]
         return out
 
-    def achieved_fraction(self) -> dict[str, float]:
+    def _slowed_median(self, field_name: str) -> dict[str, float]:
+        """Each group's median of a field over its slowed periods (the upper median)."""
         out = {}
         for name in self.groups:
-            values = sorted(f for p in self.periods if p.group == name and (f := p.fraction) is not None)
+            values = sorted(v for p in self.periods if p.group == name and (v := getattr(p, field_name)) is not None)
             if values:
                 out[name] = values[len(values) // 2]
         return out
+
+    def achieved_fraction(self) -> dict[str, float]:
+        """Each group's median share held stopped (the stopper's measure)."""
+        return self._slowed_median("fraction")
+
+    def doses(self) -> dict[str, float]:
+        """Each group's median dose: the share of its CPU its stops took (harness.causal.rounds)."""
+        return self._slowed_median("dose")
 
     def cpu_kept(self) -> dict[str, float]:
         """Each group's CPU in its slowed periods over the mean of the free periods either
@@ -115,8 +114,41 @@ class CausalResult:
                 out[name] = ratios[len(ratios) // 2]
         return out
 
+    def waiting(self) -> dict[str, float]:
+        """The share of its time each group waits on another process (median over its
+        processes, the strongest edge): a group that waits has slack to catch up in."""
+        out: dict[str, float] = {}
+        for edge in self.waits:
+            if edge.get("peers"):
+                out[edge["waiter"]] = max(out.get(edge["waiter"], 0.0), edge["blocked"]["median"])
+        return out
+
+    def evidence(self) -> Evidence:
+        return Evidence(
+            fraction=self.options.fraction,
+            width=self.options.width,
+            free_without_progress=self.idle_free_periods(),
+            proxy_drifted=bool(self.proxy and self.proxy.get("drifted")),
+            utilisation=self.utilisation(),
+            held=self.achieved_fraction(),
+            kept=self.cpu_kept(),
+            waiting=self.waiting(),
+            lost=self.lost,
+            dose=self.doses(),
+            crowding=crowding(self.periods),
+            through_itself=frozenset(through_itself(self.periods)),
+        )
+
+    def judgements(self) -> list[Judgement]:
+        return judge(self.sensitivities, self.idle, self.evidence())
+
     def to_json(self) -> dict[str, Any]:
         experiment_s = max(self.wall_s - self.launch_s - self.warmup_s, 1e-9)
+        judged = {j.group: j for j in self.judgements()}
+        sensitivity = []
+        for s in self.sensitivities:
+            j = judged.pop(s.group)
+            sensitivity.append({**s.to_json(), "verdict": j.verdict, "reason": j.reason})
         return {
             "counter": self.counter,
             "groups": self.groups,
@@ -131,7 +163,12 @@ class CausalResult:
             "utilisation_cores": self.utilisation(),
             "achieved_fraction": self.achieved_fraction(),
             "cpu_kept": self.cpu_kept(),
-            "sensitivity": [s.to_json() for s in self.sensitivities],
+            "dose": self.doses(),
+            "crowding": crowding(self.periods),
+            "sensitivity": sensitivity,
+            "unmeasured": [j.to_json() for j in judged.values()],
+            "caveats": experiment_caveats(self.evidence()),
+            "lost_rounds": {g: list(v) for g, v in self.lost.items()},
             "cost": {
                 "stopper_cpu_s": self.stopper_cpu_s,
                 "stopper_cpu_pct": 100.0 * self.stopper_cpu_s / experiment_s,
@@ -140,8 +177,24 @@ class CausalResult:
             },
             "options": asdict(self.options),
             "waits": self.waits,
-            "io_check": self.io_check,
+            "proxy": self.proxy,
             "idle": self.idle,
-            "throughput": f"read+write calls of {self.options.io_group}" if self.options.io_group else self.counter,
+            "cadence": self.cadence,
+            "throughput": f"read+write calls of {self.proxy['group']}" if self.proxy else self.counter,
             "periods": [asdict(p) for p in self.periods],
+            "reports": [list(r) for r in self.reports],
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CausalResult:
+        """A result rebuilt from causal.json (its sensitivities recomputed by the caller from
+        the periods, harness.causal.rounds): the recorded experiments the tests replay."""
+        fields = set(CausalOptions.__dataclass_fields__)
+        return cls(
+            data.get("counter"), {g: list(p) for g, p in data["groups"].items()}, data.get("commands", {}),
+            [Period(**p) for p in data["periods"]], [], data["rounds"], data["reason"], data["wall_s"],
+            data["launch_s"], data["warmup_s"], data["cost"]["stopper_cpu_s"], data["cost"]["harness_cpu_s"],
+            CausalOptions(**{k: v for k, v in data["options"].items() if k in fields}), data.get("waits") or [],
+            data.get("proxy"), list(data.get("idle") or []), {g: tuple(v) for g, v in (data.get("lost_rounds") or {}).items()},
+            data.get("cadence") or {}, [tuple(r) for r in data.get("reports") or []],
+        )  # fmt: skip

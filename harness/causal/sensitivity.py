@@ -30,10 +30,12 @@ from typing import Any
 
 from harness.ab.sequential import DEFAULT_ALPHA, Interval, blocks_to_decide, confidence_sequence, median_sequence
 
-# A group whose interval lies within these bounds is called what the bound says
+# A group whose interval lies within these bounds reads as what the bound says
 CRITICAL = 0.7  # the interval's low end at or above: on the critical path
-SLACK = 0.2  # the interval's high end at or below (and its low end above COMPETES): slack
-COMPETES = 0.0  # the interval's high end below: slowing it speeds the program up
+SLACK = 0.2  # the interval within +-this: slack (10 % faster or slower changes the throughput by 2 % at most)
+# the interval's high end below: slowing it speeds the program up, by more than slack's margin
+# (a slack consumer on a crowded 2-core VM read -0.12 [-0.26, -0.02]: the cores its stops freed)
+COMPETES = -SLACK
 
 
 def observation(rate_free: float, rate_slowed: float, fraction: float) -> float | None:
@@ -54,8 +56,10 @@ class Sensitivity:
         return (self.median.high - self.median.low) / 2
 
     @property
-    def verdict(self) -> str:
-        """critical / slack / competes / between / unknown, from where the interval lies."""
+    def reading(self) -> str:
+        """critical / slack / competes / between / unknown, from where the interval lies
+        alone; the verdict the user sees is this, gated by the evidence
+        (harness.causal.verdicts)."""
         low, high = self.median.low, self.median.high
         if not (math.isfinite(low) and math.isfinite(high)):
             return "unknown"
@@ -63,7 +67,7 @@ class Sensitivity:
             return "competes"
         if low >= CRITICAL:
             return "critical"
-        if high <= SLACK:
+        if -SLACK <= low and high <= SLACK:
             return "slack"
         return "between"
 
@@ -83,7 +87,7 @@ class Sensitivity:
             "mean": self.mean.estimate,
             "mean_low": self.mean.low,
             "mean_high": self.mean.high,
-            "verdict": self.verdict,
+            "reading": self.reading,
         }
 
 
@@ -96,3 +100,10 @@ def narrow_enough(found: Sequence[Sensitivity], width: float, alpha: float = DEF
     """Every group's interval is at most +-width (and has the rounds a decision needs)."""
     need = blocks_to_decide(alpha)
     return bool(found) and all(s.median.n >= need and s.halfwidth <= width for s in found)
+
+
+def settled(found: Sensitivity, width: float, alpha: float = DEFAULT_ALPHA) -> bool:
+    """Narrow enough and in one verdict's range: the group needs no more rounds. A narrow
+    interval that straddles a bound (+0.69 [..] against critical's 0.7) is measured on while
+    the budget lasts: its interval is anytime-valid, so more rounds cost no validity."""
+    return narrow_enough([found], width, alpha) and found.reading in ("critical", "slack", "competes")

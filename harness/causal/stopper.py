@@ -68,7 +68,8 @@ class PhaseStats:
     duty: `stopped_s` is the wall time the group was held stopped, `slowed_s` the phase's
     length. debt: `stopped_s` and `cpu_s` are summed over the group's processes (the time
     each was held stopped, the CPU each used), so the share of its busy time the group spent
-    stopped is stopped / (stopped + cpu)."""
+    stopped is stopped / (stopped + cpu): f on an idle machine, more on a crowded one, where
+    each stop stands for the running it would take (Debts)."""
 
     stopped_s: float = 0.0
     slowed_s: float = 0.0
@@ -121,58 +122,81 @@ class _Targets:
         self.send(signal.SIGCONT, self.ever)
 
 
-def cpu_ns(pid: int, tids: dict[int, list[str]]) -> int | None:
-    """Nanoseconds on a CPU of all the process's threads (/proc/PID/task/TID/schedstat; the
-    thread list cached in `tids` and read again when a thread is gone)."""
+def schedstat(pid: int, tids: dict[int, list[str]]) -> tuple[int, int] | None:
+    """(nanoseconds on a CPU, nanoseconds runnable but waiting for one) of all the process's
+    threads (/proc/PID/task/TID/schedstat; the thread list cached in `tids` and read again
+    when a thread is gone). A stopped thread is not runnable: its stop is in neither."""
+    total = (0, 0)
     for attempt in range(2):
         if attempt or pid not in tids:
             try:
                 tids[pid] = os.listdir(f"/proc/{pid}/task")
             except OSError:
                 return None
-        total, missing = 0, False
+        ran = waited = 0
+        missing = False
         for tid in tids[pid]:
             try:
                 with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
-                    total += int(fh.read().split(maxsplit=1)[0])
+                    fields = fh.read().split()
+                ran, waited = ran + int(fields[0]), waited + int(fields[1])
             except (OSError, ValueError, IndexError):
                 missing = True
+        total = (ran, waited)
         if not missing:
             return total
     return total
 
 
 class Debts:
-    """Debt mode: each process of the group owes f / (1 - f) seconds of stop for every second
-    it spent on a CPU, and is held stopped for what it owes at the next cycle (at least
-    MIN_STOP_S, at most MAX_STOP_CYCLES cycles at once): its code runs 1 / (1 - f) times as
-    long, whatever the scheduler does, and a process that sleeps is not stopped at all (a
-    stop of a process that answers every millisecond would stall its partner far beyond what
-    slower code would)."""
+    """Debt mode: each process of the group owes f / (1 - f) seconds of running for every
+    second it spent on a CPU, and is held stopped for what it owes at the next cycle (at
+    least MIN_STOP_S, at most MAX_STOP_CYCLES cycles at once): its code runs 1 / (1 - f)
+    times as long, whatever the scheduler does, and a process that sleeps is not stopped at
+    all (a stop of a process that answers every millisecond would stall its partner far
+    beyond what slower code would).
+
+    Owed running, not owed wall time: on a machine that gives the process a share a of a CPU
+    while it is runnable (run time over run time plus run-queue wait, from schedstat,
+    smoothed over about SHARE_MEMORY cycles), slower code would take 1 / a seconds of wall
+    time per second of extra running, so the stop is that long. A stop of the bare debt
+    cost a stage at a = 0.49 only a third of its CPU, not a half (harness.causal.rounds
+    measures what each period's stops took: the dose)."""
 
     MIN_STOP_S = 0.0005
     MAX_STOP_CYCLES = 4
+    SHARE_MEMORY = 0.9  # each cycle keeps this much of the run and wait seen before it
+    MIN_SHARE = 0.2  # a stop is at most 1 / MIN_SHARE times the running it stands for
 
     def __init__(self) -> None:
         self.owed: dict[int, float] = {}
-        self.last: dict[int, int] = {}
+        self.last: dict[int, tuple[int, int]] = {}
+        self.seen: dict[int, tuple[float, float]] = {}  # decayed (run, wait) seconds
         self.tids: dict[int, list[str]] = {}
 
     def reset(self, pids: list[int]) -> None:
         self.owed = {pid: 0.0 for pid in pids}
-        self.last = {pid: ns for pid in pids if (ns := cpu_ns(pid, self.tids)) is not None}
+        self.last = {pid: found for pid in pids if (found := schedstat(pid, self.tids)) is not None}
+        self.seen = {}
+
+    def share(self, pid: int) -> float:
+        ran, waited = self.seen.get(pid, (0.0, 0.0))
+        return max(self.MIN_SHARE, ran / (ran + waited)) if ran + waited > 0 else 1.0
 
     def charge(self, fraction: float) -> float:
         """Add what the CPU used since the last call owes; returns that CPU (seconds)."""
         used = 0.0
         for pid in self.owed:
-            ns = cpu_ns(pid, self.tids)
-            if ns is None or pid not in self.last:
+            found = schedstat(pid, self.tids)
+            if found is None or pid not in self.last:
                 continue
-            delta = max(0, ns - self.last[pid]) / 1e9
-            self.last[pid] = ns
-            used += delta
-            self.owed[pid] += delta * fraction / (1 - fraction)
+            ran = max(0, found[0] - self.last[pid][0]) / 1e9
+            waited = max(0, found[1] - self.last[pid][1]) / 1e9
+            self.last[pid] = found
+            before = self.seen.get(pid, (0.0, 0.0))
+            self.seen[pid] = (before[0] * self.SHARE_MEMORY + ran, before[1] * self.SHARE_MEMORY + waited)
+            used += ran
+            self.owed[pid] += ran * fraction / (1 - fraction) / self.share(pid)
         return used
 
     def due(self, cycle_s: float) -> dict[int, float]:

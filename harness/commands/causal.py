@@ -30,7 +30,8 @@ def causal(
         None,
         "--group",
         help="a group of your own: NAME=PIDS (comma list) or NAME=REGEX over the command line; "
-        "repeatable (default: the roles main, workers, server, and one group per other job)",
+        "repeatable (default: the roles main, workers, server, one group per other job and per Ray actor class; "
+        "multiprocessing's helpers and Ray's daemons only if a group of yours takes them)",
     ),  # fmt: skip
     mode: str = typer.Option(
         "debt",
@@ -46,10 +47,24 @@ def causal(
     cycle_ms: float = typer.Option(
         20.0, "--cycle-ms", help="how often the stopper stops (a duty cycle: one stop plus one run), ms (2-1000)"
     ),
-    period: float = typer.Option(0.5, "--period", help="seconds of one period (nothing or one group slowed)"),
+    period: float = typer.Option(
+        0.5,
+        "--period",
+        help="the shortest period (nothing or one group slowed), seconds; a period holds at least 5 reports of the "
+        "throughput, so a program that reports less often gets longer ones, adapted round by round (Coz's rule)",
+    ),
     settle: float = typer.Option(0.1, "--settle", help="seconds at the start of a period left out of its rate"),
-    budget: float = typer.Option(180.0, "--budget", help="seconds for the whole experiment, launch included"),
-    width: float = typer.Option(0.15, "--width", help="stop once every sensitivity's interval is within +- this"),
+    budget: float = typer.Option(
+        180.0,
+        "--budget",
+        help="seconds for the whole experiment, launch included; refused up front (exit 2, naming the budget that "
+        "would do) where the program reports too seldom for 10 rounds in it and no group's calls track its counter",
+    ),
+    width: float = typer.Option(
+        0.15,
+        "--width",
+        help="stop once every sensitivity's interval is within +- this; a wider one gives the verdict `unknown`",
+    ),
     warmup: float = typer.Option(
         0.0, "--warmup", help="seconds the program runs before its groups are read (it may start processes late)"
     ),
@@ -58,7 +73,8 @@ def causal(
         "--io-counter",
         help="count this group's read and write system calls as the throughput, for a program "
         "that logs its progress only every few seconds (an env worker makes one round trip per step); checked "
-        "against the program's own counter",
+        "against the program's own counter (without it, a group whose calls tracked the counter through the "
+        "warm-up is chosen where the counter is too sparse for the budget)",
     ),  # fmt: skip
     control: bool = typer.Option(
         False, "--control", help="also slow a sleeping process of the harness's own: the method's bias (a placebo)"
@@ -70,7 +86,9 @@ def causal(
     progress_file: list[str] = options.ProgressFileOpt,
 ) -> int:
     """Which group of processes limits the throughput, and what speeding it up would buy:
-    slow each group in turn with SIGSTOP and SIGCONT and measure the loss."""
+    slow each group in turn with SIGSTOP and SIGCONT and measure the loss. A verdict
+    (critical, slack, competes) only where the interval is narrow and the data hold;
+    otherwise `unknown`, with the reason."""
     from harness.causal.result import CausalOptions
 
     opts = CausalOptions(mode=mode, fraction=fraction, cycle_s=cycle_ms / 1000, period_s=period, settle_s=settle, budget_s=budget,
@@ -152,6 +170,9 @@ def main(
         store.update_meta(ended=utc_now(), state="failed", reason=str(exc))
         print(f"causal: {exc}", file=sys.stderr)
         return 1
+    except UserError as exc:  # the options cannot work for this program (a budget too small for its cadence)
+        store.update_meta(ended=utc_now(), state="refused", reason=str(exc))
+        raise
     write(store, result)
     store.update_meta(ended=utc_now(), state="finished")
     words = get_suite(cell.suite).words

@@ -15,15 +15,10 @@ from harness.report.terminal import console_for_stdout
 from harness.watch.waits import describe
 
 STYLE = {"critical": "bold", "competes": "yellow"}
-GIVEN_BACK = 0.2  # kept this much more CPU than 1 - f: the stops were given back
-PHASED = 0.1  # this share of free periods without progress: the program works in phases
-WAITING = 0.5  # a group waiting on another process this much of its time has slack, not a lack of cores
 MEANING = {
     "critical": "on the critical path: the program goes as fast as it does",
     "slack": "has slack: speeding it up buys nothing",
     "competes": "slowing it speeds the program up: it competes for cores, locks or the GIL",
-    "between": "partly limiting (or the interval is still wide)",
-    "unknown": "too few rounds for an interval",
 }
 
 
@@ -36,9 +31,11 @@ def _span(low: float, high: float) -> str:
 def rows(result: dict[str, Any], faster: float = 0.1) -> list[list[str]]:
     out = []
     util = result.get("utilisation_cores") or {}
-    achieved = result.get("achieved_fraction") or {}
+    # what the stops took of each group's CPU (older results: the share it was held stopped)
+    achieved = result.get("dose") or result.get("achieved_fraction") or {}
     kept = result.get("cpu_kept") or {}
-    for s in sorted(result.get("sensitivity") or [], key=lambda s: -(s.get("estimate") or -math.inf)):
+    measured = sorted(result.get("sensitivity") or [], key=lambda s: -_finite(s.get("estimate")))
+    for s in measured:
         group = s["group"]
         est, low, high = s["estimate"], s["low"], s["high"]
         gain = "-"
@@ -51,14 +48,24 @@ def rows(result: dict[str, Any], faster: float = 0.1) -> list[list[str]]:
                 f"{util[group]:.2f}" if group in util else "-",
                 f"{achieved[group]:.2f}" if group in achieved else "-",
                 f"{kept[group]:.2f}" if group in kept else "-",
-                f"{est:+.2f}",
+                f"{est:+.2f}" if math.isfinite(est) else "-",
                 _span(low, high),
                 str(s["n"]),
                 gain,
                 s["verdict"],
             ]
         )
+    for j in result.get("unmeasured") or []:
+        group = j["group"]
+        used = f"{util[group]:.2f}" if group in util else "-"
+        out.append(
+            [group, str(len(result["groups"].get(group) or [])), used, "-", "-", "-", "-", "0", "-", j["verdict"]]
+        )
     return out
+
+
+def _finite(value: float | None) -> float:
+    return value if value is not None and math.isfinite(value) else -math.inf
 
 
 # which remedy of the suite's (Vocabulary.remedies) a critical group's name calls for, and the
@@ -75,10 +82,13 @@ COMPETES = "it competes for cores, locks or the GIL: block instead of polling (s
 
 def conclusion(result: dict[str, Any], remedy: Callable[[str, str], str] | None = None) -> list[str]:
     """The bottleneck named by its measured sensitivity, the wait edges into it, and what to
-    change: one line per critical group, one per group that competes."""
+    change: one line per critical group, one per group that competes; none while a caveat
+    stands against the whole experiment (its verdicts are all unknown)."""
+    if result.get("caveats"):
+        return [f"no bottleneck named: {result['caveats'][0]}"]
     lines = []
     edges = result.get("waits") or []
-    for s in sorted(result.get("sensitivity") or [], key=lambda s: -s["estimate"]):
+    for s in sorted(result.get("sensitivity") or [], key=lambda s: -_finite(s["estimate"])):
         group, verdict = s["group"], s["verdict"]
         if verdict not in ("critical", "competes") or group.startswith("("):
             continue
@@ -98,8 +108,20 @@ def conclusion(result: dict[str, Any], remedy: Callable[[str, str], str] | None 
 
 def _how(opts: dict[str, Any]) -> str:
     if opts.get("mode", "duty") == "debt":
-        return f"each process of a group stopped {opts['fraction'] / (1 - opts['fraction']):.2g} s per s it ran"
+        return f"each process of a group owes {opts['fraction'] / (1 - opts['fraction']):.2g} s of running per s it ran"
     return f"each group stopped {opts['fraction']:g} of every {1000 * opts['cycle_s']:g} ms"
+
+
+def _periods(result: dict[str, Any]) -> str:
+    """The periods the cadence asked for: one length, or the range Coz's rule moved them in."""
+    lengths = (result.get("cadence") or {}).get("periods_s") or [result["options"]["period_s"]]
+    low, high = min(lengths), max(lengths)
+    return f"{low:.2g} s periods" if low == high else f"{low:.2g}-{high:.2g} s periods"
+
+
+def _cadence(result: dict[str, Any]) -> str:
+    every = (result.get("cadence") or {}).get("cadence_s")
+    return f", reported every {every:.2g} s" if every else ""
 
 
 def render_causal(
@@ -108,80 +130,58 @@ def render_causal(
     console = console or console_for_stdout()
     opts = result["options"]
     title = (
-        f"causal profile: {result['rounds']} rounds of {opts['period_s']:g} s periods, {_how(opts)}; "
-        f"throughput = {result.get('throughput') or result['counter']} per s "
+        f"causal profile: {result['rounds']} rounds of {_periods(result)}, {_how(opts)}; "
+        f"throughput = {result.get('throughput') or result['counter']} per s{_cadence(result)} "
         f"({result['free_rate']:.4g} with nothing slowed)"
         if result.get("free_rate")
         else "causal profile: no rate was measured"
     )
     table = Table(title=title, title_justify="left")
-    for col in ("group", "procs", "cores", "f held", "CPU kept", "sensitivity", "95 % interval", "rounds",
+    for col in ("group", "procs", "cores", "dose", "CPU kept", "sensitivity", "95 % interval", "rounds",
                 "10 % faster buys", "verdict"):  # fmt: skip
         table.add_column(col, justify="left" if col in ("group", "verdict", "95 % interval") else "right")
     for row in rows(result):
         table.add_row(*(escape(x) for x in row), style=STYLE.get(row[-1]))
     console.print(table)
+
+    def say(text: str) -> None:
+        console.print(f"  {text}", markup=False, highlight=False)
+
+    for caveat in result.get("caveats") or []:
+        say(f"unknown, all: {caveat}")
+    for judged in [*(result.get("sensitivity") or []), *(result.get("unmeasured") or [])]:
+        if judged["verdict"] == "unknown" and not result.get("caveats"):
+            say(f"{judged['group']}: unknown: {judged['reason']}")
     for verdict in dict.fromkeys(r[-1] for r in rows(result)):
-        console.print(f"  {verdict}: {MEANING.get(verdict, '')}", markup=False, highlight=False)
-    opts_f = result["options"]["fraction"]
-    verdicts = {s["group"]: s["verdict"] for s in result.get("sensitivity") or []}
-    waiting = {}  # the share of its time each group waits on another process (it has slack then)
-    for edge in result.get("waits") or []:
-        if edge["peers"]:
-            waiting[edge["waiter"]] = max(waiting.get(edge["waiter"], 0.0), edge["blocked"]["median"])
-    for group, share in (result.get("cpu_kept") or {}).items():
-        busy = (result.get("utilisation_cores") or {}).get(group, 0) >= 0.2
-        if (
-            share > 1 - opts_f + GIVEN_BACK
-            and busy
-            and verdicts.get(group) in ("between", "critical")
-            and (waiting.get(group, 0.0) < WAITING)
-        ):
-            console.print(
-                f"  {group}: stopped {opts_f:g} of its time, it kept {share:.2f} of its CPU and waits on no other "
-                "process: the cores its stops freed went to its other processes or the scheduler gave them back "
-                "(more runnable threads than cores), so its sensitivity understates what faster code would buy; "
-                "the cores are the limit",
-                markup=False, highlight=False,
-            )  # fmt: skip
-    if result.get("idle"):
-        console.print(
-            f"  idle: {', '.join(result['idle'])}: under 1 % of a core with nothing slowed, so never stopped in debt mode "
-            "(slower code of theirs costs nothing); not measured",
-            markup=False, highlight=False,
-        )  # fmt: skip
-    idle, free = result.get("idle_free_periods") or (0, 0)
-    if free and idle >= PHASED * free:
-        console.print(
-            f"  {idle} of {free} periods with nothing slowed counted no progress: the program works in phases longer "
-            f"than a period ({opts['period_s']:g} s; a rollout, then an update): the slowed periods that fell in a "
-            "phase without progress make the sensitivities too high; use a --period longer than a phase",
-            markup=False, highlight=False,
-        )  # fmt: skip
+        if verdict in MEANING:
+            say(f"{verdict}: {MEANING[verdict]}")
     for sens in result.get("sensitivity") or []:
         if sens["low"] > 1.0:
-            console.print(
-                f"  {sens['group']}: a sensitivity above 1 ({sens['estimate']:+.2f}): its stops cost more than that much "
+            say(
+                f"{sens['group']}: a sensitivity above 1 ({sens['estimate']:+.2f}): its stops cost more than that much "
                 "slower code would: each stalls a partner that waits on it for the whole stop (lock-step, no buffer "
-                "between them); --mode debt stops it only for what its CPU owes, or use a shorter --cycle-ms",
-                markup=False, highlight=False,
-            )  # fmt: skip
+                "between them); --mode debt stops it only for what its CPU owes, or use a shorter --cycle-ms"
+            )
     for edge in result.get("waits") or []:
         if edge["blocked"]["median"] >= 0.05:
-            console.print(f"  waits: {describe(edge)}", markup=False, highlight=False)
-    check = result.get("io_check")
-    if check:
-        halves = ", ".join("-" if h is None else f"{h:.2f}" for h in check["calls_per_unit"])
-        console.print(f"  the calls counted per {check['counter']} the program logged, first and second half: {halves}",
-                      markup=False, highlight=False)  # fmt: skip
+            say(f"waits: {describe(edge)}")
+    found = result.get("proxy")
+    if found:
+        how = (
+            "--io-counter"
+            if found.get("chosen") == "user"
+            else f"chosen: {found.get('counter')} too sparse for the budget"
+        )
+        halves = found.get("halves")
+        agree = ", ".join("-" if h is None else f"{h:.3g}" for h in halves) if halves else "not enough reports"
+        say(f"throughput: read+write calls of {found['group']} ({how}); calls per {found.get('counter')} the program "
+            f"logged, first and second half: {agree}")  # fmt: skip
     for line in conclusion(result, remedy):
-        console.print(f"  {line}", markup=False, highlight=False)
+        say(line)
     cost = result["cost"]
     ended = "every interval narrow enough" if result["reason"] == "narrow" else "budget spent"
-    console.print(
-        f"  {result['wall_s']:.0f} s in all (launch {result['launch_s']:.1f} s, warm-up {result['warmup_s']:.1f} s; "
+    say(
+        f"{result['wall_s']:.0f} s in all (launch {result['launch_s']:.1f} s, warm-up {result['warmup_s']:.1f} s; "
         f"{ended}); the stopper used {cost['stopper_cpu_pct']:.1f} % of a core, the harness "
-        f"{cost['harness_cpu_pct']:.1f} %",
-        markup=False,
-        highlight=False,
+        f"{cost['harness_cpu_pct']:.1f} %"
     )

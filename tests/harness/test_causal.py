@@ -4,6 +4,7 @@ the work when it moves; a busy poller's sensitivity is below zero."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -39,9 +40,9 @@ def test_an_observation_is_the_relative_loss_per_unit_of_slowdown():
     assert observation(100.0, 120.0, 0.5) == pytest.approx(-0.4)
     assert observation(0.0, 10.0, 0.5) is None and observation(100.0, 50.0, 0.0) is None
     critical = estimate("g", [0.9, 1.0, 0.95, 1.05, 0.92, 0.98, 1.01, 0.97, 0.99, 1.0])
-    assert critical.verdict == "critical" and critical.median.low >= 0.7
-    assert estimate("g", [0.1, 0.2]).verdict == "unknown"  # too few rounds for an interval
-    assert estimate("g", [-0.5, -0.4, -0.6, -0.45, -0.55, -0.5, -0.42, -0.58, -0.5, -0.47]).verdict == "competes"
+    assert critical.reading == "critical" and critical.median.low >= 0.7
+    assert estimate("g", [0.1, 0.2]).reading == "unknown"  # too few rounds for an interval
+    assert estimate("g", [-0.5, -0.4, -0.6, -0.45, -0.55, -0.5, -0.42, -0.58, -0.5, -0.47]).reading == "competes"
 
 
 def test_group_rules_name_pids_or_a_pattern_and_refuse_bad_ones():
@@ -81,7 +82,8 @@ def test_in_debt_mode_a_busy_process_pays_for_its_cpu_and_a_sleeping_one_is_neve
             busy = stopper.switch([sleeper.pid], 0.5, 0.02, mode="debt")
             time.sleep(0.5)
             idle = stopper.switch([])
-        assert busy.cpu_s > 0.1 and 0.35 <= busy.fraction <= 0.65  # stopped about as long as it ran
+        # stopped about as long as it ran, longer on a crowded machine: as long as running that much would take
+        assert busy.cpu_s > 0.1 and 0.35 <= busy.fraction <= 0.9  # 5x the running at most (Debts.MIN_SHARE)
         assert idle.stopped_s == 0.0 and idle.cycles >= 10
     finally:
         for proc in (spin, sleeper):
@@ -152,15 +154,21 @@ def test_the_known_pipelines_bottleneck_is_found_and_follows_the_work(tmp_path, 
     assert found[limit]["estimate"] >= 0.7, found
     assert found[slack]["estimate"] <= 0.2, found
     assert found[limit]["low"] > found[slack]["high"], found  # the intervals tell them apart
+    assert found[limit]["verdict"] in ("critical", "unknown") and found[slack]["verdict"] in ("slack", "unknown")
 
 
 @linux
 @pytest.mark.slow
-def test_a_busy_poller_beside_cpu_bound_workers_has_a_sensitivity_below_zero(tmp_path):
-    """On 2 cores: the poller takes a core the workers could use; stopping it speeds them up."""
+def test_a_busy_poller_beside_cpu_bound_workers_competes_or_is_unknown_for_its_crowding(tmp_path):
+    """On 2 cores the poller takes a core the workers could use: stopping it speeds them up.
+    The rates are compared at equal crowding (harness.causal.rounds), which hides a core
+    freed, so the poller is never called slack: competes, or unknown because its stops
+    changed the CPU the workers got."""
     found = causal(tmp_path, [sys.executable, str(PROGRAMS / "spin_poll.py"), "2"], 45, "--width", "0.25")
-    assert found["main"]["estimate"] < 0, found  # its interval, at load 8 on 2 cores: [-0.95, +0.51] in 60 s
-    assert found["workers"]["estimate"] > found["main"]["estimate"] + 0.3, found
+    poller = found["main"]
+    assert poller["verdict"] in ("competes", "unknown"), found
+    assert poller["verdict"] == "competes" or "changed how much CPU" in poller["reason"] or "round" in poller["reason"]
+    assert found["workers"]["verdict"] != "slack", found
 
 
 @linux
@@ -221,3 +229,56 @@ def test_the_conclusion_names_the_bottleneck_the_edges_into_it_and_the_suites_re
     assert lines[0].startswith("bottleneck: server, sensitivity +0.95 [+0.85, +1.05]; 8 of 8 workers -> server (pid 9)")
     assert lines[0].endswith("more server_threads") and told == ["pipeline.server_bound"]
     assert lines[1].startswith("competes: main") and len(lines) == 2
+
+
+@linux
+@pytest.mark.slow
+def test_a_budget_too_small_for_the_programs_cadence_is_refused_up_front(tmp_path):
+    """A pipeline that reports every 2 s needs 12 s periods: 40 s of budget cannot hold
+    10 rounds of two groups, and the harness says so after the warm-up (exit 2, the budget
+    that would do named) instead of spending it; the program is ended, nothing stopped."""
+    token = f"{time.time_ns() % 10**9}"  # an argument no other process has: the program's queue size
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "causal", "--budget", "40", "--out", str(tmp_path), "--quiet", "--",
+         sys.executable, str(PROGRAMS / "causal" / "stages.py"), "1,3", "--every", "2", "--queue", token],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--budget 40: the program reports iterations" in done.stderr, done.stderr
+    assert "Give --budget" in done.stderr and "--io-counter GROUP" in done.stderr
+    (meta,) = tmp_path.glob("*causal*/run.json")
+    assert json.loads(meta.read_text())["state"] == "refused"
+    left = [p for p in psutil.process_iter(["cmdline"]) if token in (p.info["cmdline"] or [])]
+    assert not left, left
+
+
+@linux
+@pytest.mark.slow
+def test_rays_runtime_is_no_group_and_its_actors_are_grouped_by_class():
+    """A live Ray program: gcs_server, raylet, the dashboard and the agents are Ray's, not
+    the program's; the two Player actors are one group and the Learner another."""
+    from harness.causal.groups import find_groups
+    from harness.cell.processes import tree
+
+    program = subprocess.Popen(
+        [sys.executable, str(PROGRAMS / "causal" / "ray_actors.py"), "learner"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        line = program.stdout.readline()
+        while line.startswith("trained 0 "):  # the learner has trained nothing: it may not be an actor yet
+            line = program.stdout.readline()
+        assert line.startswith("trained"), "the Ray program never reported"
+        deadline = time.monotonic() + 30
+        while set(groups := find_groups(program.pid, suite_cell=False)) != {"main", "Player", "Learner"}:
+            assert time.monotonic() < deadline, groups  # a worker is titled by its class once its actor runs
+            time.sleep(1)
+        assert len(groups["Player"]) == 2 and len(groups["Learner"]) == 1
+        assert len(tree(program.pid)) > 6  # Ray's daemons are there, left out
+    finally:
+        procs = tree(program.pid)
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        program.wait()
+        psutil.wait_procs(procs, timeout=10)
