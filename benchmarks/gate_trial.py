@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import random
 import shutil
 import subprocess
@@ -75,8 +77,18 @@ PLANTS = {
         "            pass\n"
         "        compute_s = time.perf_counter() - started\n",
     ),
+    # a user's own repository: a program that only logs `Iteration N (X iter/s)`, each
+    # iteration 2 ms of CPU (README, "Gate your own repository in CI"; tests/harness/test_ab_program.py)
+    "program": (
+        ["--", "python", "train.py"],
+        "train.py",
+        "COST_S = 0.002  # CPU seconds an iteration\n",
+        "COST_S = 0.002 * {factor}  # CPU seconds an iteration; planted by gate_trial\n",
+    ),
 }
-DEFAULT_BUDGETS = "1.10:180,1.05:600,1.0:600"  # the issue: 10 % within 3 min, 5 % within 10 min
+# issue 45: identical code "ok" within 120 s, a 5 % slowdown a regression within 180 s, 10 % within 90 s
+DEFAULT_BUDGETS = "1.10:90,1.05:180,1.0:120"
+GOALS = {1.10: 0.95, 1.05: 0.90, 1.0: 0.95}  # the share of trials that must decide right within the budget
 
 
 def git(repo: Path, *args: str) -> str:
@@ -84,10 +96,31 @@ def git(repo: Path, *args: str) -> str:
 
 
 def scratch_clone(cell: str, factors: list[float], where: Path) -> tuple[Path, dict[float, str]]:
-    """A clone of HEAD with one commit per arm; returns it and arm factor -> commit."""
+    """A clone of HEAD (for the program cell: a new repository holding only train.py) with
+    one commit per arm; returns it and arm factor -> commit."""
     clone = where / f"repo-{cell}"
-    git(ROOT, "clone", "--quiet", "--shared", "--no-checkout", str(ROOT), str(clone))
-    git(clone, "checkout", "--quiet", "--detach", git(ROOT, "rev-parse", "HEAD"))
+    if cell == "program":
+        sys.path.insert(0, str(ROOT))
+        from tests.harness.test_ab_program import PROGRAM
+
+        clone.mkdir()
+        git(clone, "init", "--quiet")
+        (clone / "train.py").write_text(PROGRAM)
+        git(clone, "add", "train.py")
+        git(
+            clone,
+            "-c",
+            "user.email=gate-trial@localhost",
+            "-c",
+            "user.name=gate trial",
+            "commit",
+            "--quiet",
+            "-m",
+            "base",
+        )
+    else:
+        git(ROOT, "clone", "--quiet", "--shared", "--no-checkout", str(ROOT), str(clone))
+        git(clone, "checkout", "--quiet", "--detach", git(ROOT, "rev-parse", "HEAD"))
     git(clone, "config", "user.email", "gate-trial@localhost")
     git(clone, "config", "user.name", "gate trial")
     base = git(clone, "rev-parse", "HEAD")
@@ -111,19 +144,33 @@ def scratch_clone(cell: str, factors: list[float], where: Path) -> tuple[Path, d
 
 def one_trial(clone: Path, cell: str, base: str, arm: str, budget: float, args: argparse.Namespace, out: Path) -> dict:
     seed = random.randrange(2**31)
+    options, program = PLANTS[cell][0], []
+    if "--" in options:  # the program after --, the options before it
+        options, program = options[: options.index("--")], [*options[options.index("--") :]]
+        program[1] = sys.executable
     command = [
-        sys.executable, "-m", "harness.cli", "ab", base, arm, *PLANTS[cell][0],
+        sys.executable, "-m", "harness.cli", "ab", base, arm, *options,
         "--budget", str(budget), "--tolerance", args.tolerance, "--seed", str(seed), "--out", str(out), "--quiet",
+        *program,
     ]  # fmt: skip
+    load = os.getloadavg()
     started = time.monotonic()
-    done = subprocess.run(command, cwd=clone, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=clone, capture_output=True, text=True, env=_child_env())
     wall = time.monotonic() - started
     runs = sorted(out.glob("*/ab.json"), key=lambda p: p.stat().st_mtime)
     if done.returncode not in (0, 1, 3) or not runs:
         return {"exit_code": done.returncode, "wall_s": wall, "error": (done.stderr or done.stdout)[-2000:]}
     doc = json.loads(runs[-1].read_text())
     shutil.rmtree(runs[-1].parent, ignore_errors=True)  # the raw data is kept below
-    return {"exit_code": done.returncode, "wall_s": wall, "seed": seed, "cell": doc["cells"][0]}
+    return {"exit_code": done.returncode, "wall_s": wall, "seed": seed, "load": [load, os.getloadavg()],
+            "cell": doc["cells"][0]}  # fmt: skip
+
+
+def _child_env() -> dict[str, str]:
+    """This harness first on the path: a scratch repository of a user's program holds none."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return env
 
 
 def analyze(saved: list[Path]) -> None:
@@ -148,6 +195,7 @@ def analyze(saved: list[Path]) -> None:
         edge = 1 - parse_tolerance(data["args"]["tolerance"])
         print(f"{len(trials)} trials from {path} ({data.get('started')} .. {data.get('written')}), edge {edge:.3f}")
         _decision_table(trials)
+        _acceptance(trials)
         ran = [t for t in trials if "cell" in t]  # shares below leave errors out; the table counts them
         for cell in dict.fromkeys(t["cell_name"] for t in trials):
             mine = [t for t in ran if t["cell_name"] == cell]
@@ -209,6 +257,39 @@ def _decision_table(trials: list[dict]) -> None:
             )
 
 
+def _acceptance(trials: list[dict]) -> None:
+    """Against issue 45's goals: per cell and arm, the share of trials that decided right
+    (a planted slowdown a regression, identical code ok) within the arm's budget, with its
+    95 % Clopper-Pearson interval, and the false regressions on identical code; the load
+    average (1 min) at the trials' starts."""
+    import numpy as np
+    from scipy.stats import binomtest
+
+    def ci(k: int, n: int) -> str:
+        low, high = binomtest(k, n).proportion_ci(0.95, method="exact") if n else (math.nan, math.nan)
+        return f"{k}/{n} = {k / max(n, 1):.0%} [{low:.0%}, {high:.0%}]"
+
+    print("against the goals (decided right within the budget; 95 % Clopper-Pearson):")
+    for cell in dict.fromkeys(t["cell_name"] for t in trials):
+        for factor in sorted({t["factor"] for t in trials if t["cell_name"] == cell}, reverse=True):
+            arm = [t for t in trials if t["cell_name"] == cell and t["factor"] == factor]
+            right = "ok" if factor == 1.0 else "regression"
+            hits = sum(
+                "cell" in t and t["cell"]["decision"] == right and (t["cell"]["decided_s"] or math.inf) <= t["budget_s"]
+                for t in arm
+            )
+            goal = GOALS.get(factor)
+            line = f"  {cell} {_arm_label(factor)}: {right} within {arm[0]['budget_s']:g} s {ci(hits, len(arm))}"
+            line += f" (goal {goal:.0%})" if goal else ""
+            if factor == 1.0:
+                wrong = sum("cell" in t and t["cell"]["decision"] == "regression" for t in arm)
+                line += f"; false regressions {ci(wrong, len(arm))}"
+            loads = [t["load"][0][0] for t in arm if "load" in t]
+            if loads:
+                line += f"; load {np.median(loads):.1f} ({min(loads):.1f}-{max(loads):.1f})"
+            print(line)
+
+
 def _sittings(data: dict, trials: list[dict]) -> None:
     """Per sitting: runs of the file (its first and each --resume) that started less than an
     hour apart, one round runs ~5-25 min. Its rounds, commits, regressions per arm, and the
@@ -235,12 +316,17 @@ def _sittings(data: dict, trials: list[dict]) -> None:
             f"/{sum(t['factor'] == f for t in mine)}"
             for f in sorted({t["factor"] for t in mine}, reverse=True)
         )
-        sds = [np.std([b["value"] for b in t["cell"]["ab_blocks"]], ddof=1) for t in mine]
+        sds = [np.std(v, ddof=1) for t in mine if len(v := _values(t)) >= 2]
         print(
             f"    sitting {number} (from {runs[members[0]]['started']}, {heads}): rounds {rounds[0]}-{rounds[-1]}, "
             f"regression {arms}; block sd {np.median(sds):.3f} "
             f"(10-90 % {np.percentile(sds, 10):.3f}-{np.percentile(sds, 90):.3f})"
         )
+
+
+def _values(trial: dict) -> list[float]:
+    """A trial's block values, wall clock (the blocks that gave one)."""
+    return [b["value"] for b in trial["cell"]["ab_blocks"] if b.get("value") is not None]
 
 
 def _lengths(trials: list[dict]) -> None:
@@ -411,7 +497,7 @@ def _tolerances(ap: argparse.ArgumentParser, text: str) -> list[float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=40, help="trials per cell and arm")
-    ap.add_argument("--cells", default="spin,mccfr", help=f"comma list of {', '.join(PLANTS)}")
+    ap.add_argument("--cells", default="spin,mccfr,program", help=f"comma list of {', '.join(PLANTS)}")
     ap.add_argument("--budgets", default=DEFAULT_BUDGETS, help="arm factor:budget seconds, comma list (1.0 = same)")
     ap.add_argument("--tolerance", default="3%", help="harness ab --tolerance")
     ap.add_argument("--save", type=Path, default=Path("results/ab_trial.json"), help="raw results (JSON)")
