@@ -46,6 +46,7 @@ bias per process) at three noise levels, judged by the harness's own sequential 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -371,115 +372,184 @@ def _noise_split(trials: list[dict]) -> None:
         )
 
 
-# pair log-ratio sd of the model: calm 1.2 % and noisy 7.6 % (the issue's measured range), today 30 %
-NOISE_MODELS = {
-    "calm, pair sd 1.2 %": {"phi": 0.9, "phase_sd": 0.02, "slice_sd": 0.006},
-    "noisy, pair sd 7.6 %": {"phi": 0.8, "phase_sd": 0.1, "slice_sd": 0.03},
-    "shared, pair sd 30 %": {"phi": 0.6, "phase_sd": 0.3, "slice_sd": 0.1},
-    "calm, 15 % of processes 0.15 off": {"phi": 0.9, "phase_sd": 0.02, "slice_sd": 0.006, "outlier_share": 0.15},
-}
-BLOCK_S = 9.4  # a spin block of 1 warm-up + 2 measured pairs with its launches, measured (docs/benchmarks.md)
+CAMPAIGN_FILES = ("benchmarks/data/ab_trial-campaign.json", "benchmarks/data/ab_trial-campaign-mccfr.json")
 
 
-def simulate(budgets: dict[float, float], tolerances: list[float], trials: int = 400) -> None:
-    import math
-
+def measured_tails(path: Path) -> tuple[list[float], list[float], float]:
+    """What a campaign's blocks say of their noise: every block's distance from its trial's
+    median in units of that trial's robust sd (1.4826 MAD), the trials' robust sds, and the
+    median block length (s)."""
     import numpy as np
 
-    sys.path.insert(0, str(ROOT))
-    from tests.harness.test_ab_sequential import first_decisions, sign_sequences, simulated_ab
+    residuals, scales, lengths = [], [], []
+    for trial in json.loads(path.read_text())["trials"]:
+        blocks = [b for b in trial.get("cell", {}).get("ab_blocks", []) if b.get("value") is not None]
+        values = np.array([b["value"] for b in blocks])
+        if values.size < 7:
+            continue
+        middle = np.median(values)
+        scale = 1.4826 * np.median(np.abs(values - middle))
+        if scale > 0:
+            residuals += list((values - middle) / scale)
+            scales.append(scale)
+            lengths += [b["elapsed_s"] for b in blocks if b["index"] > 0]
+    return residuals, scales, float(np.median(lengths))
+
+
+def simulate(budgets: dict[float, float], tolerances: list[float], tails: list[Path], trials: int = 1000) -> None:
+    """The campaign modelled with a campaign's own tails (no runs): each simulated A/B draws a
+    noise scale from that campaign's trials and its blocks' residuals from all of its
+    blocks, each with a random sign (blocks symmetric about the truth, as two fresh
+    processes drawn alike make them), and is judged by each statistic as run_all stops
+    it. The "at the edge" arm puts the truth on the boundary: any decision is an error,
+    with the residuals' signs as recorded too (skewed, if the recorded tails are)."""
+    import numpy as np
 
     rng = np.random.default_rng(0)
-    print(
-        f"model, {trials} A/Bs per arm, a block = {BLOCK_S:g} s; regression / ok / undecided, median blocks to decide"
-    )
-    for name, noise in NOISE_MODELS.items():
-        for tol in tolerances:
-            cells = []
-            for factor, budget in sorted(budgets.items(), reverse=True):
-                blocks = max(1, int(budget // BLOCK_S))
-                x = simulated_ab(rng, math.log(1 / factor), trials=trials, blocks=blocks, **noise)
-                regression, ok, decided = first_decisions(*sign_sequences(x, tol))
-                med = f"{np.median(decided[decided < blocks]) + 1:.0f}" if (decided < blocks).any() else "-"
-                r, o = regression.mean(), ok.mean()
-                cells.append(f"{factor:g}x in {budget:g} s: {r:.0%} / {o:.0%} / {1 - r - o:.0%}, {med}")
-            print(f"{name}, tolerance {tol:.0%}: " + "; ".join(cells))
+    for path in tails:
+        residuals, scales, block_s = measured_tails(path)
+        residuals = np.array(residuals)
+        print(f"{path}: {len(scales)} trials' tails, block {block_s:.1f} s; {trials} A/Bs per row")
+        print(f"{'arm':>15} {'budget':>6} {'statistic':>9} {'tolerance':>9} | {'regression':>10} {'ok':>6} "
+              f"{'undecided':>9} | median s to decide (90th)")  # fmt: skip
+        for tolerance in tolerances:
+            edge = math.log1p(-tolerance)
+            arms = [(_arm_label(f), math.log(1 / f), b, True) for f, b in sorted(budgets.items(), reverse=True)]
+            longest = max(budgets.values())
+            arms += [("at the edge", edge, longest, True), ("edge, as signed", edge, longest, False)]
+            for label, mu, budget, symmetric in arms:
+                for statistic in STATISTICS:
+                    out = []
+                    for _ in range(trials):
+                        noise = rng.choice(residuals, 300) * (rng.choice([-1, 1], 300) if symmetric else 1)
+                        values = mu + rng.choice(scales) * noise
+                        pool = np.stack([values, values], axis=1)  # wall clock, and one estimand
+                        lengths = np.tile([block_s, 0.0], (300, 1))
+                        out.append(_replay_arm(pool, lengths, budget, tolerance, statistic, rng, 1))
+                    decisions = np.concatenate([o[0] for o in out])
+                    times = np.concatenate([o[1] for o in out])[decisions != "undecided"]
+                    shares = " ".join(
+                        f"{np.mean(decisions == k):>{w}.1%}"
+                        for k, w in (("regression", 10), ("ok", 6), ("undecided", 9))
+                    )
+                    spread = f"{np.median(times):.0f} ({np.percentile(times, 90):.0f})" if times.size else "-"
+                    print(f"{label:>15} {budget:>6g} {statistic:>9} {tolerance:>9.1%} | {shares} | {spread}")
 
 
-def replay(saved: list[Path], tolerances: list[float], first_pair_only: bool, resamples: int = 20) -> None:
+STATISTICS = ("sign", "clipped")
+
+
+def replay(
+    saved: list[Path], tolerances: list[float], first_pair_only: bool, statistics: list[str], resamples: int = 20
+) -> None:
     """Predict what a variant of the A/B would have decided, from blocks it measured: each
-    trial's own blocks are drawn with replacement, each with its recorded length, and fed to
-    the harness's sequential test until it decides or the trial's budget is spent, as
-    `run_cell` does. Drawing within a trial keeps what is the trial's own (its worktrees'
-    bias, its sitting's noise). With `first_pair_only` a block's value is its first measured
-    pair and its length loses that block's other pairs: what one measured pair per launch
-    would give. The tolerance 3 %, blocks as run, is the check: it should come out near the
-    campaign's counts. A prediction, not a measurement: blocks are treated as exchangeable
-    within a trial, and a trial that decided early lends its few blocks to every draw."""
+    trial's own blocks are drawn with replacement, each with its recorded length, and judged
+    after every block until a decision or the trial's budget (the floor of blocks first), as
+    `run_all` does. Drawing within a trial keeps what is the trial's own (its worktrees'
+    bias, its sitting's noise). `statistics`: "sign", the median's sign test on the wall-clock
+    blocks (what the A/B decided by until 2026-11-26); "clipped", the clipped bets on the
+    estimands the trial's A/B read (files from before 2026-11-26 hold the wall clock alone).
+    With `first_pair_only` a block's value is its first measured pair and its length loses
+    that block's other pairs: what one measured pair per launch would give. The recorded
+    statistic at the recorded tolerance is the check: it should come out near the campaign's
+    counts. A prediction, not a measurement: blocks are treated as exchangeable within a
+    trial, and a trial that decided early lends its few blocks to every draw."""
     import numpy as np
 
-    from harness.ab import sequential
-
     for path in saved:
-        arms: dict[tuple[str, float], list[tuple[list[tuple[float, float, float]], float]]] = {}
+        arms: dict[tuple[str, float], list[tuple[np.ndarray, np.ndarray, float]]] = {}
         for trial in json.loads(path.read_text())["trials"]:
-            blocks = [b for b in trial.get("cell", {}).get("ab_blocks", []) if b.get("value") is not None]
-            drawn = [_replay_block(b, first_pair_only) for b in blocks]
+            cell = trial.get("cell", {})
+            estimands = cell.get("estimands") or ["wall"]
+            drawn = [_replay_block(b, first_pair_only, estimands) for b in cell.get("ab_blocks", [])]
             drawn = [d for d in drawn if d is not None]
             if drawn:
-                arms.setdefault((trial["cell_name"], trial["factor"]), []).append((drawn, trial["budget_s"]))
+                values = np.array([d[0] for d in drawn])  # (blocks, 1 + estimands): wall first
+                lengths = np.array([[d[1], d[2]] for d in drawn])  # (blocks, [length, launch])
+                arms.setdefault((trial["cell_name"], trial["factor"]), []).append((values, lengths, trial["budget_s"]))
         what = "the first measured pair of each block" if first_pair_only else "blocks as run"
         print(f"{path}: {resamples} draws per trial, {what}")
-        print(
-            f"{'cell':>6} {'arm':>6} {'tolerance':>9} | {'regression':>10} {'ok':>6} {'undecided':>9} | median s to decide"
-        )
+        print(f"{'cell':>7} {'arm':>6} {'statistic':>9} {'tolerance':>9} | {'regression':>10} {'ok':>6} "
+              f"{'undecided':>9} | median s to decide (90th)")  # fmt: skip
         for tolerance in tolerances:
             for (cell, factor), trials in sorted(arms.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
-                counts = {"regression": 0, "ok": 0, "undecided": 0}
-                times = []
-                rng = np.random.default_rng(0)  # per row: a row does not depend on the others asked for
-                for blocks, budget in trials:
-                    for _ in range(resamples):
-                        decision, spent = _replay_ab(blocks, budget, tolerance, rng, sequential)
-                        counts[decision] += 1
-                        if decision != "undecided":
-                            times.append(spent)
-                n = sum(counts.values())
-                shares = " ".join(
-                    f"{counts[k] / n:>{w}.1%}" for k, w in (("regression", 10), ("ok", 6), ("undecided", 9))
-                )
-                print(
-                    f"{cell:>6} {_arm_label(factor):>6} {tolerance:>9.1%} | {shares} | {median(times) if times else float('nan'):.0f}"
-                )
+                for statistic in statistics:
+                    rng = np.random.default_rng(0)  # per row: a row does not depend on the others asked for
+                    outcomes = [_replay_arm(v, ln, b, tolerance, statistic, rng, resamples) for v, ln, b in trials]
+                    decisions = np.concatenate([o[0] for o in outcomes])
+                    times = np.concatenate([o[1] for o in outcomes])
+                    shares = " ".join(
+                        f"{np.mean(decisions == k):>{w}.1%}"
+                        for k, w in (("regression", 10), ("ok", 6), ("undecided", 9))
+                    )
+                    decided = times[decisions != "undecided"]
+                    spread = f"{np.median(decided):.0f} ({np.percentile(decided, 90):.0f})" if decided.size else "-"
+                    print(f"{cell:>7} {_arm_label(factor):>6} {statistic:>9} {tolerance:>9.1%} | {shares} | {spread}")
 
 
-def _replay_block(block: dict, first_pair_only: bool) -> tuple[float, float, float] | None:
-    """(value, length s, launch s) of a recorded block, or of its first measured pair alone."""
+def _replay_block(block: dict, first_pair_only: bool, estimands: list[str]) -> tuple[list, float, float] | None:
+    """([wall value, each estimand's value], length s, launch s) of a recorded block, or of its
+    first measured pair alone; None where it has no wall-clock value."""
     launch = sum(block.get("launch_s", {}).values())
+    keys = ["value" if e == "wall" else f"{e}_value" for e in estimands]
+    if block.get("value") is None:
+        return None
     if not first_pair_only:
-        return block["value"], block["elapsed_s"], launch
+        return [block["value"], *(block.get(k) for k in keys)], block["elapsed_s"], launch
     measured = [p for p in block.get("pairs", []) if not p.get("warmup")]
     usable = [p for p in measured if p.get("log_ratio") is not None]
     if not usable:
         return None
     rest = sum(p["base"]["length_s"] + p["cand"]["length_s"] for p in measured if p is not usable[0])
-    return usable[0]["log_ratio"], block["elapsed_s"] - rest, launch
+    pair_keys = ["log_ratio" if e == "wall" else f"{e}_log_ratio" for e in estimands]
+    return [usable[0]["log_ratio"], *(usable[0].get(k) for k in pair_keys)], block["elapsed_s"] - rest, launch
 
 
-def _replay_ab(
-    blocks: list[tuple[float, float, float]], budget: float, tolerance: float, rng, sequential
-) -> tuple[str, float]:
-    """One resampled A/B: the decision and the A/B seconds it took (first launches excluded),
-    judged by `sequential` (harness.ab.sequential, imported once by the caller)."""
-    values: list[float] = []
-    spent = 0.0
-    while True:
-        value, length, launch = blocks[rng.integers(len(blocks))]
-        values.append(value)
-        spent += length - (launch if len(values) == 1 else 0.0)
-        decision = sequential.decide(sequential.median_sequence(values), tolerance)
-        if decision != "continue" or spent + spent / len(values) > budget:
-            return sequential.final(decision), spent
+@functools.cache
+def _sign_table(count: int):
+    """log e-values of the sign test, [blocks][blocks on one side], up to `count` blocks."""
+    import numpy as np
+
+    from harness.ab import sequential
+
+    return np.array([[sequential.sign_log_evidence(k, m) for k in range(count + 1)] for m in range(count + 1)])
+
+
+def _replay_arm(values, lengths, budget: float, tolerance: float, statistic: str, rng, resamples: int):
+    """`resamples` A/Bs redrawn from one trial's blocks: (decisions, A/B seconds to each) as
+    run_all stops them (the floor of blocks, then no block that would end past the budget)."""
+    import numpy as np
+
+    from harness.ab import sequential
+
+    shortest = max(float(lengths[:, 0].min()), 0.5)
+    floor = sequential.blocks_to_decide() if statistic == "clipped" else 7
+    count = int(min(max(floor, budget / shortest + 2), 400))
+    pick = rng.integers(len(values), size=(resamples, count))
+    v = np.array(values, dtype=float)[pick]  # (resamples, count, 1 + estimands)
+    spent = np.cumsum(lengths[pick, 0], axis=1) - lengths[pick[:, 0], 1][:, None]
+    edge = sequential.boundary(tolerance)
+    needed = math.log(1 / sequential.DEFAULT_ALPHA)
+    if statistic == "sign":
+        wall = v[:, :, 0]
+        n = np.arange(1, count + 1)
+        table = _sign_table(count)
+        regression = table[n, np.cumsum(wall < edge, axis=1)] >= needed
+        ok = table[n, np.cumsum(wall > edge, axis=1)] >= needed
+    else:
+        below, above = sequential.evidence(np.moveaxis(v[:, :, 1:], 1, 2), edge)
+        regression, ok = below >= needed, above >= needed
+    looks = np.arange(1, count + 1)
+    # after block k: stop when past the floor and another average block would overrun
+    over = (looks >= floor) & (spent + spent / looks > budget)
+    last = np.where(over.any(axis=1), over.argmax(axis=1), count - 1)
+    first_reg = np.where(regression.any(axis=1), regression.argmax(axis=1), count)
+    first_ok = np.where(ok.any(axis=1), ok.argmax(axis=1), count)
+    first = np.minimum(first_reg, first_ok)
+    decided = first <= last
+    decisions = np.where(decided, np.where(first_reg < first_ok, "regression", "ok"), "undecided")
+    at = np.where(decided, first, last)
+    return decisions, spent[np.arange(resamples), at]
 
 
 def _tolerances(ap: argparse.ArgumentParser, text: str) -> list[float]:
@@ -517,6 +587,7 @@ def main() -> None:
     ap.add_argument(
         "--first-pair-only", action="store_true", help="--replay: one measured pair per block instead of all"
     )
+    ap.add_argument("--statistics", default="sign,clipped", help="--replay: comma list of sign, clipped")
     args = ap.parse_args()
     if args.analyze is not None:
         missing = [str(p) for p in args.analyze if not p.is_file()]
@@ -528,11 +599,14 @@ def main() -> None:
         missing = [str(p) for p in args.replay if not p.is_file()]
         if missing:
             ap.error(f"--replay: no such file: {', '.join(missing)} (give files written by --save)")
-        replay(args.replay, _tolerances(ap, args.tolerances), args.first_pair_only)
+        unknown = [x for x in args.statistics.split(",") if x not in STATISTICS]
+        if unknown:
+            ap.error(f"--statistics: unknown {', '.join(unknown)}; allowed: {', '.join(STATISTICS)}")
+        replay(args.replay, _tolerances(ap, args.tolerances), args.first_pair_only, args.statistics.split(","))
         return
     budgets = {float(f): float(b) for f, b in (item.split(":") for item in args.budgets.split(","))}
     if args.simulate is not None:
-        simulate(budgets, [float(t) for t in args.simulate.split(",")])
+        simulate(budgets, _tolerances(ap, args.simulate), [ROOT / f for f in CAMPAIGN_FILES])
         return
     cells = [c.strip() for c in args.cells.split(",")]
     unknown = [c for c in cells if c not in PLANTS]

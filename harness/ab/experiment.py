@@ -180,7 +180,8 @@ class CellRun:
         or a side failed)."""
         result = self.result
         try:
-            pairs = self.opts.slicing.pairs or next_pairs(result.blocks, result.estimands)
+            share = self.opts.budget_s / max(self.opts.floor_blocks, 1)
+            pairs = self.opts.slicing.pairs or next_pairs(result.blocks, result.estimands, share)
             block = self.slicer.block(len(result.blocks), pairs)
         except CellFailed as exc:
             result.decision, result.reason, result.failed_side = "error", str(exc), exc.side
@@ -225,7 +226,7 @@ PAIRS_MAX = 6
 PAIRS_AFTER = 3  # blocks before the pairs are chosen from them
 
 
-def next_pairs(blocks: list[Block], estimands: tuple[str, ...]) -> int:
+def next_pairs(blocks: list[Block], estimands: tuple[str, ...], block_budget_s: float = math.inf) -> int:
     """Measured pairs for the next block, from the blocks so far: the optimum of two-stage
     sampling, m = sqrt((c_block / c_pair) x (s_pair^2 / s_block^2)), with c_block a block's
     seconds beside its measured pairs (launches, the warm-up pair, the ending), c_pair a
@@ -234,21 +235,28 @@ def next_pairs(blocks: list[Block], estimands: tuple[str, ...]) -> int:
     blocks differ by 0.065 (spin, the 2026-11-23 campaign): one pair; with neighbours taking
     the CPU the pairs of a block differ by 0.06-0.1 even per CPU second: four or more.
     Robust spreads (median within-block variance, MAD of the block values), the noisiest
-    estimand's; the count depends on past blocks only, so the test's bets stay fair."""
+    estimand's; the count depends on past blocks only, so the test's bets stay fair. No more
+    pairs than fit `block_budget_s` (the budget over the floor of blocks: the fewest blocks
+    that can decide must fit the budget, or a CI gate's time would grow with its neighbours)."""
     usable = [b for b in blocks if len(b.log_ratios(estimands[0])) >= 2]
     if len(usable) < PAIRS_AFTER:
         return PAIRS_FIRST
     c_pair = float(np.median([_pair_seconds(p) for b in usable for p in b.pairs if not p.warmup]))
     c_block = float(np.median([b.elapsed_s - sum(_pair_seconds(p) for p in b.pairs if not p.warmup) for b in usable]))
+    from scipy.stats import chi2
+
     best = 1.0
     for estimand in estimands:
-        within = float(np.median([np.var(b.log_ratios(estimand), ddof=1) for b in usable]))
+        # the median of variances of k pairs is chi2(k - 1)'s median over k - 1 of the true one (0.45 at k = 2)
+        dof = max(int(np.median([len(b.log_ratios(estimand)) for b in usable])) - 1, 1)
+        within = float(np.median([np.var(b.log_ratios(estimand), ddof=1) for b in usable])) / (chi2.median(dof) / dof)
         values = np.array([b.value_of(estimand) for b in usable], dtype=float)
         between = (1.4826 * np.median(np.abs(values - np.median(values)))) ** 2
         mean_pairs = float(np.mean([len(b.log_ratios(estimand)) for b in usable]))
         offsets = max(between - within / mean_pairs, 0.05 * between, 1e-8)
         best = max(best, math.sqrt(max(c_block, 0.0) / max(c_pair, 1e-3) * within / offsets))
-    return int(min(max(round(best), 1), PAIRS_MAX))
+    fits = math.floor((block_budget_s - c_block) / max(c_pair, 1e-3)) if math.isfinite(block_budget_s) else PAIRS_MAX
+    return int(max(min(round(best), PAIRS_MAX, fits), 1))
 
 
 def _pair_seconds(pair: Pair) -> float:

@@ -282,10 +282,10 @@ def huber_location(values: np.ndarray) -> float:
 
 @functools.cache
 def blocks_to_decide(alpha: float = DEFAULT_ALPHA) -> int:
-    """The fewest blocks that can decide at all: the sign test's evidence when every block
-    lies on one side first reaches 1/alpha there (7 at 95 %, 4 at 80 %). Fewer blocks leave
-    the interval infinite whatever they measured, so a budget that ends earlier can only
-    end undecided."""
+    """The fewest blocks that can decide at all: the clipped bets' wealth when every block
+    lies a full bet on one side first reaches 1/alpha there (6 at 95 %, 4 at 80 %; the sign
+    test needed 7 at 95 %). Fewer blocks leave the interval infinite whatever they measured,
+    so a budget that ends earlier can only end undecided."""
     needed = math.log(1 / alpha)
     n = 1
     while log_wealth(np.ones(n))[-1] < needed:

@@ -49,7 +49,7 @@ def ab(
     min_blocks: int = typer.Option(
         None,
         "--min-blocks",
-        help="A/B: blocks run whatever the budget (default: the fewest that can decide, 7 at 95 %)",
+        help="A/B: blocks run whatever the budget (default: the fewest that can decide, 6 at 95 %)",
     ),
     seed: int = typer.Option(None, "--seed", help="A/B: seed of the pair orders (default: drawn and recorded)"),
     out: Path = options.OutOpt,
@@ -116,7 +116,7 @@ def build_options(
             raise UserError(f"--warmup-pairs {warmup_pairs}: 0 to 100 (default {slicing.warmup_pairs})")
         slicing.warmup_pairs = warmup_pairs
     if min_blocks is not None and not 0 <= min_blocks <= 1000:
-        raise UserError(f"--min-blocks {min_blocks}: 0 to 1000 (default: the fewest that can decide, 7 at 95 %)")
+        raise UserError(f"--min-blocks {min_blocks}: 0 to 1000 (default: the fewest that can decide, 6 at 95 %)")
     if seed is not None and seed < 0:
         raise UserError(f"--seed {seed}: a non-negative integer")
     return ABOptions(
