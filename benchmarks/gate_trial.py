@@ -444,47 +444,53 @@ def replay(
 ) -> None:
     """Predict what a variant of the A/B would have decided, from blocks it measured: each
     trial's own blocks are drawn with replacement, each with its recorded length, and judged
-    after every block until a decision or the trial's budget (the floor of blocks first), as
-    `run_all` does. Drawing within a trial keeps what is the trial's own (its worktrees'
-    bias, its sitting's noise). `statistics`: "sign", the median's sign test on the wall-clock
-    blocks (what the A/B decided by until 2026-11-26); "clipped", the clipped bets on the
-    estimands the trial's A/B read (files from before 2026-11-26 hold the wall clock alone).
-    With `first_pair_only` a block's value is its first measured pair and its length loses
-    that block's other pairs: what one measured pair per launch would give. The recorded
-    statistic at the recorded tolerance is the check: it should come out near the campaign's
-    counts. A prediction, not a measurement: blocks are treated as exchangeable within a
-    trial, and a trial that decided early lends its few blocks to every draw."""
+    after every block until a decision or the trial's budget, each statistic as its A/B
+    stops: "sign", the median's sign test on the wall-clock blocks, as the A/B decided until
+    2026-11-26 (no floor of blocks: the campaign's A/B had none); "clipped", the clipped bets on
+    the estimands the trial's A/B read (files from before 2026-11-26 hold the wall clock
+    alone), its floor of blocks first, as `run_all` does now. Both statistics see the same
+    draws. Drawing within a trial keeps what is the trial's own (its worktrees' bias, its
+    sitting's noise). With `first_pair_only` a block's value is its first measured pair and its
+    length loses that block's other pairs: what one measured pair per launch would give. The
+    recorded statistic at the recorded tolerance is the check: it should come out near the
+    campaign's counts. A prediction, not a measurement: blocks are treated as exchangeable
+    within a trial, and a trial that decided early lends its few blocks to every draw."""
     import numpy as np
 
     for path in saved:
-        arms: dict[tuple[str, float], list[tuple[np.ndarray, np.ndarray, float]]] = {}
+        arms: dict[tuple[str, float], list[tuple[list, float]]] = {}
         for trial in json.loads(path.read_text())["trials"]:
             cell = trial.get("cell", {})
             estimands = cell.get("estimands") or ["wall"]
             drawn = [_replay_block(b, first_pair_only, estimands) for b in cell.get("ab_blocks", [])]
             drawn = [d for d in drawn if d is not None]
             if drawn:
-                values = np.array([d[0] for d in drawn])  # (blocks, 1 + estimands): wall first
-                lengths = np.array([[d[1], d[2]] for d in drawn])  # (blocks, [length, launch])
-                arms.setdefault((trial["cell_name"], trial["factor"]), []).append((values, lengths, trial["budget_s"]))
+                arms.setdefault((trial["cell_name"], trial["factor"]), []).append((drawn, trial["budget_s"]))
         what = "the first measured pair of each block" if first_pair_only else "blocks as run"
         print(f"{path}: {resamples} draws per trial, {what}")
-        print(f"{'cell':>7} {'arm':>6} {'statistic':>9} {'tolerance':>9} | {'regression':>10} {'ok':>6} "
-              f"{'undecided':>9} | median s to decide (90th)")  # fmt: skip
+        print(f"{'cell':>7} {'arm':>6} {'tolerance':>9} | {'regression':>10} {'ok':>6} {'undecided':>9} | "
+              f"median s to decide (90th) | statistic")  # fmt: skip
         for tolerance in tolerances:
             for (cell, factor), trials in sorted(arms.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
-                for statistic in statistics:
-                    rng = np.random.default_rng(0)  # per row: a row does not depend on the others asked for
-                    outcomes = [_replay_arm(v, ln, b, tolerance, statistic, rng, resamples) for v, ln, b in trials]
-                    decisions = np.concatenate([o[0] for o in outcomes])
-                    times = np.concatenate([o[1] for o in outcomes])
+                rows = {statistic: ({"regression": 0, "ok": 0, "undecided": 0}, []) for statistic in statistics}
+                rng = np.random.default_rng(0)  # per row: a row does not depend on the others asked for
+                for blocks, budget in trials:
+                    for _ in range(resamples):
+                        for statistic, (decision, spent) in _replay_ab(
+                            blocks, budget, tolerance, rng, statistics
+                        ).items():
+                            rows[statistic][0][decision] += 1
+                            if decision != "undecided":
+                                rows[statistic][1].append(spent)
+                for statistic, (counts, times) in rows.items():
+                    n = sum(counts.values())
                     shares = " ".join(
-                        f"{np.mean(decisions == k):>{w}.1%}"
-                        for k, w in (("regression", 10), ("ok", 6), ("undecided", 9))
+                        f"{counts[k] / n:>{w}.1%}" for k, w in (("regression", 10), ("ok", 6), ("undecided", 9))
                     )
-                    decided = times[decisions != "undecided"]
-                    spread = f"{np.median(decided):.0f} ({np.percentile(decided, 90):.0f})" if decided.size else "-"
-                    print(f"{cell:>7} {_arm_label(factor):>6} {statistic:>9} {tolerance:>9.1%} | {shares} | {spread}")
+                    spread = f"{median(times):.0f} ({np.percentile(times, 90):.0f})" if times else "-"
+                    print(
+                        f"{cell:>7} {_arm_label(factor):>6} {tolerance:>9.1%} | {shares} | {spread:>25} | {statistic}"
+                    )
 
 
 def _replay_block(block: dict, first_pair_only: bool, estimands: list[str]) -> tuple[list, float, float] | None:
@@ -503,6 +509,37 @@ def _replay_block(block: dict, first_pair_only: bool, estimands: list[str]) -> t
     rest = sum(p["base"]["length_s"] + p["cand"]["length_s"] for p in measured if p is not usable[0])
     pair_keys = ["log_ratio" if e == "wall" else f"{e}_log_ratio" for e in estimands]
     return [usable[0]["log_ratio"], *(usable[0].get(k) for k in pair_keys)], block["elapsed_s"] - rest, launch
+
+
+def _replay_ab(
+    blocks: list, budget: float, tolerance: float, rng, statistics: list[str]
+) -> dict[str, tuple[str, float]]:
+    """One resampled A/B judged by each statistic on the same draws: statistic -> (decision,
+    A/B seconds it took, the first launches excluded)."""
+    from harness.ab import sequential
+
+    edge = sequential.boundary(tolerance)
+    needed = math.log(1 / sequential.DEFAULT_ALPHA)
+    floors = {"sign": 0, "clipped": sequential.blocks_to_decide()}
+    values: list[list] = []
+    spent = 0.0
+    out: dict[str, tuple[str, float]] = {}
+    while len(out) < len(statistics):
+        value, length, launch = blocks[rng.integers(len(blocks))]
+        values.append(value)
+        spent += length - (launch if len(values) == 1 else 0.0)
+        for statistic in statistics:
+            if statistic in out:
+                continue
+            if statistic == "sign":
+                decision = sequential.decide(sequential.median_sequence([v[0] for v in values]), tolerance)
+            else:
+                rows = [[float("nan") if v[i] is None else v[i] for v in values] for i in range(1, len(value))]
+                below, above = sequential.evidence([rows], edge)
+                decision = "regression" if below[0, -1] >= needed else "ok" if above[0, -1] >= needed else "continue"
+            if decision != "continue" or (len(values) >= floors[statistic] and spent + spent / len(values) > budget):
+                out[statistic] = (sequential.final(decision), spent)
+    return out
 
 
 @functools.cache
@@ -587,7 +624,9 @@ def main() -> None:
     ap.add_argument(
         "--first-pair-only", action="store_true", help="--replay: one measured pair per block instead of all"
     )
-    ap.add_argument("--statistics", default="sign,clipped", help="--replay: comma list of sign, clipped")
+    ap.add_argument(
+        "--statistics", default="sign", help="--replay: comma list of sign (the campaign's), clipped (the decision now)"
+    )
     args = ap.parse_args()
     if args.analyze is not None:
         missing = [str(p) for p in args.analyze if not p.is_file()]

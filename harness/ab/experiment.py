@@ -294,29 +294,36 @@ def _reason(result: CellAB, opts: ABOptions, per_block_s: float) -> str:
         return (
             reason + f"; no decision is possible before {fewest} blocks at {100 * (1 - opts.alpha):g} % (--min-blocks)"
         )
-    need = blocks_needed(interval, boundary(opts.tolerance))
+    series = [[v for b in result.blocks if (v := b.value_of(e)) is not None] for e in result.estimands]
+    need = blocks_needed(series, interval.estimate, boundary(opts.tolerance), opts.floor_blocks)
     if need is None:
         return (
             reason + f"; its estimate sits at {edge:.3f}: no budget is likely to decide, a tolerance either side would"
         )
     if need > interval.n:
         return reason + (
-            f"; about {need} blocks would decide at this rate of narrowing, a budget of about "
+            f"; at this spread of blocks about {need} would decide, a budget of about "
             f"{math.ceil(need * per_block_s / 10) * 10:.0f} s (--budget)"
         )
     return reason
 
 
-def blocks_needed(interval: Interval, edge: float) -> int | None:
-    """The blocks after which the interval's end on the estimate's side of `edge` would
-    clear it, if the estimate stays and that half-width narrows as 1/sqrt(blocks) (a
-    projection, not a promise); None where the estimate is at the edge or that end is
-    infinite."""
-    distance = interval.estimate - edge
-    width = interval.estimate - interval.low if distance > 0 else interval.high - interval.estimate
-    if abs(distance) < 1e-6 or not math.isfinite(width):
+# blocks to decide, as the clipped bets need them for normal blocks of robust sd s at a distance d
+# from the boundary: median over simulated A/Bs ~ NEED_PER_SPREAD (s/d)^2 + NEED_EXTRA (4 at
+# s/d = 0.5 (the floor), 12 at 1, 30 at 2, 64 at 3; heavier tails need fewer)
+NEED_PER_SPREAD, NEED_EXTRA = 7.5, 4.0
+
+
+def blocks_needed(series: list[list[float]], estimate: float, edge: float, floor: int) -> int | None:
+    """About how many blocks would decide, if the blocks keep their robust spread (the widest
+    estimand's) and the estimate stays where it is: a projection from the spread, not the
+    interval's width (with few blocks that is set by the farthest ones); None where the
+    estimate sits at the edge or no spread is known yet."""
+    spreads = [1.4826 * float(np.median(np.abs(np.array(x) - np.median(x)))) for x in series if len(x) >= 3]
+    distance = abs(estimate - edge)
+    if not spreads or distance < 1e-4 or not math.isfinite(estimate):
         return None
-    return math.ceil(interval.n * max(width / abs(distance), 1.0) ** 2)
+    return max(floor, math.ceil(NEED_PER_SPREAD * (max(spreads) / distance) ** 2 + NEED_EXTRA))
 
 
 def run_cell(cell: Cell, base: Side, cand: Side, run_root: Path, opts: ABOptions,

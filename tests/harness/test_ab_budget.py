@@ -13,7 +13,7 @@ import pytest
 from harness.ab import experiment
 from harness.ab.experiment import ABOptions, blocks_needed, next_pairs, run_all
 from harness.ab.revisions import WORKING_TREE, Side
-from harness.ab.sequential import Interval, blocks_to_decide, boundary
+from harness.ab.sequential import blocks_to_decide, boundary, evidence
 from harness.ab.slicing import Block, Pair, SliceResult
 from harness.running.matrix import Cell
 
@@ -87,18 +87,28 @@ def test_every_cell_runs_its_floor_of_blocks_whatever_the_budget(scripted):
 
 
 def test_undecided_says_what_budget_would_decide():
-    edge = boundary(0.03)  # -0.0305
-    assert blocks_needed(Interval(10, 0.0, -0.05, 0.05), edge) == math.ceil(10 * (0.05 / -edge) ** 2)
-    assert blocks_needed(Interval(10, edge, edge - 0.01, edge + 0.01), edge) is None  # at the boundary
-    assert blocks_needed(Interval(10, -0.1, -0.2, -0.01), edge) == math.ceil(10 * (0.09 / (0.1 + edge)) ** 2)
-    assert blocks_needed(Interval(3, 0.0, -math.inf, math.inf), edge) is None
+    """A projection from the blocks' spread and the estimate's distance from the boundary,
+    checked against the clipped bets themselves on simulated blocks."""
+    edge = boundary(0.03)
+    rng = np.random.default_rng(0)
+    for ratio in (1.0, 2.0):  # spread / distance
+        spread = 0.03
+        x = edge + spread / ratio + rng.normal(0, spread, (300, 150))
+        _, above = evidence(x, edge)
+        hit = above >= math.log(20)
+        taken = np.median(np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, 151))
+        projected = blocks_needed([list(x[0, :40])], edge + spread / ratio, edge, blocks_to_decide())
+        assert 0.6 * taken <= projected <= 1.6 * taken, (ratio, taken, projected)
+    assert blocks_needed([[edge, edge + 0.01, edge - 0.01]], edge, edge, 6) is None  # at the boundary
+    assert blocks_needed([[0.0, 0.1]], 0.0, edge, 6) is None  # no spread known yet
+    assert blocks_needed([[0.1, 0.1001, 0.0999, 0.1]], 0.1, edge, 6) == 6  # far, tight: the floor
 
 
 def test_the_undecided_reason_names_a_budget(scripted):
     scripted.scripts = {"spin": (-0.02, 0.1)}  # 2 % slower, noisy: not enough blocks to rule out 3 %
     (result,) = run_all([cell("spin")], *sides(), Path("."), ABOptions(tolerance=0.03, budget_s=70.0, seed=3))
     assert result.decision == "undecided"
-    assert "would decide" in result.reason and "a budget of about" in result.reason, result.reason
+    assert "would decide, a budget of about" in result.reason, result.reason
 
 
 def test_pairs_per_block_follow_where_the_noise_is():
