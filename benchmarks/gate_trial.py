@@ -418,7 +418,7 @@ def simulate(budgets: dict[float, float], tolerances: list[float], tails: list[P
             longest = max(budgets.values())
             arms += [("at the edge", edge, longest, True), ("edge, as signed", edge, longest, False)]
             for label, mu, budget, symmetric in arms:
-                for statistic in STATISTICS:
+                for statistic in ("sign", "clipped"):
                     out = []
                     for _ in range(trials):
                         noise = rng.choice(residuals, 300) * (rng.choice([-1, 1], 300) if symmetric else 1)
@@ -436,7 +436,7 @@ def simulate(budgets: dict[float, float], tolerances: list[float], tails: list[P
                     print(f"{label:>15} {budget:>6g} {statistic:>9} {tolerance:>9.1%} | {shares} | {spread}")
 
 
-STATISTICS = ("sign", "clipped")
+STATISTICS = ("sign", "clipped", "clipped-wall")
 
 
 def replay(
@@ -448,8 +448,8 @@ def replay(
     stops: "sign", the median's sign test on the wall-clock blocks, as the A/B decided until
     2026-11-26 (no floor of blocks: the campaign's A/B had none); "clipped", the clipped bets on
     the estimands the trial's A/B read (files from before 2026-11-26 hold the wall clock
-    alone), its floor of blocks first, as `run_all` does now. Both statistics see the same
-    draws. Drawing within a trial keeps what is the trial's own (its worktrees' bias, its
+    alone), its floor of blocks first, as `run_all` does now; "clipped-wall", the clipped bets
+    on the wall clock. All statistics see the same draws. Drawing within a trial keeps what is the trial's own (its worktrees' bias, its
     sitting's noise). With `first_pair_only` a block's value is its first measured pair and its
     length loses that block's other pairs: what one measured pair per launch would give. The
     recorded statistic at the recorded tolerance is the check: it should come out near the
@@ -520,7 +520,7 @@ def _replay_ab(
 
     edge = sequential.boundary(tolerance)
     needed = math.log(1 / sequential.DEFAULT_ALPHA)
-    floors = {"sign": 0, "clipped": sequential.blocks_to_decide()}
+    floors = {"sign": 0, "clipped": sequential.blocks_to_decide(), "clipped-wall": sequential.blocks_to_decide()}
     values: list[list] = []
     spent = 0.0
     out: dict[str, tuple[str, float]] = {}
@@ -533,8 +533,9 @@ def _replay_ab(
                 continue
             if statistic == "sign":
                 decision = sequential.decide(sequential.median_sequence([v[0] for v in values]), tolerance)
-            else:
-                rows = [[float("nan") if v[i] is None else v[i] for v in values] for i in range(1, len(value))]
+            else:  # the estimands the A/B read, or the wall clock alone
+                columns = [0] if statistic == "clipped-wall" else range(1, len(value))
+                rows = [[float("nan") if v[i] is None else v[i] for v in values] for i in columns]
                 below, above = sequential.evidence([rows], edge)
                 decision = "regression" if below[0, -1] >= needed else "ok" if above[0, -1] >= needed else "continue"
             if decision != "continue" or (len(values) >= floors[statistic] and spent + spent / len(values) > budget):
@@ -625,7 +626,9 @@ def main() -> None:
         "--first-pair-only", action="store_true", help="--replay: one measured pair per block instead of all"
     )
     ap.add_argument(
-        "--statistics", default="sign", help="--replay: comma list of sign (the campaign's), clipped (the decision now)"
+        "--statistics",
+        default="sign",
+        help="--replay: comma list of sign (the campaign's), clipped (the decision now), clipped-wall",
     )
     args = ap.parse_args()
     if args.analyze is not None:
