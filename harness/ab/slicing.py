@@ -556,7 +556,7 @@ class Slicer:
         inst.stop()
         self._previous = inst
         t_stop = time.monotonic()
-        cpu_s, runq_s = _slice_sched(sched_before, inst.sched_times())
+        cpu_s, runq_s = slice_sched(sched_before, inst.sched_times())
         reason = inst.failure()
         if reason is not None:
             raise CellFailed(reason, inst.side.name)
@@ -571,7 +571,7 @@ class Slicer:
         return [inst.samples[mark], *fresh] if carried else fresh
 
 
-def _slice_sched(
+def slice_sched(
     before: dict[tuple[int, int], tuple[float, float]], after: dict[tuple[int, int], tuple[float, float]]
 ) -> tuple[float, float | None]:
     """(CPU seconds of the cell's threads, their run-queue wait) over a slice, from their
