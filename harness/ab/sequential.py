@@ -143,7 +143,7 @@ def median_sequence(values: Sequence[float], alpha: float = DEFAULT_ALPHA) -> In
 # the grid's midpoints keep every factor 1 + f d above zero for d >= -1. The tilt towards
 # bold bets lets 6 blocks all on one side decide (7 with a uniform mixture, the sign test's)
 # and decided more A/Bs within 20 blocks in every model tried (the record of 2026-11-26).
-BET_FRACTIONS = (np.arange(64) + 0.5) / 64
+BET_FRACTIONS = (np.arange(32) + 0.5) / 32
 BET_WEIGHTS = BET_FRACTIONS / BET_FRACTIONS.sum()
 # A block is clipped at CLIP_K robust standard deviations of the blocks before it (1.4826 x
 # their median absolute deviation): the bulk of the blocks is bet on by its distance, a process
@@ -162,11 +162,12 @@ def clip_scales(values: np.ndarray, k: float = CLIP_K) -> np.ndarray:
     (a 1-D array is one A/B); nan values (no rate) are left out."""
     x = np.atleast_2d(np.asarray(values, dtype=float))
     out = np.zeros_like(x)
+    median = np.median if np.isfinite(x).all() else np.nanmedian  # the first is ten times faster
     for i in range(PAST_FOR_SCALE, x.shape[1]):
         past = x[:, :i]
         with np.errstate(all="ignore"):
-            middle = np.nanmedian(past, axis=1, keepdims=True)
-            spread = 1.4826 * np.nanmedian(np.abs(past - middle), axis=1)
+            middle = median(past, axis=1, keepdims=True)
+            spread = 1.4826 * median(np.abs(past - middle), axis=1)
         enough = np.sum(np.isfinite(past), axis=1) >= PAST_FOR_SCALE
         out[:, i] = np.where(enough, np.maximum(k * np.nan_to_num(spread), CLIP_FLOOR), 0.0)
     return out.reshape(np.shape(values))
@@ -185,11 +186,16 @@ def bets(values: np.ndarray, scales: np.ndarray, m: float) -> np.ndarray:
 def log_wealth(bet: np.ndarray) -> np.ndarray:
     """log of the mixture's wealth after each block (last axis), for bets in [-1, 1]: the
     BET_WEIGHTS-weighted mean over BET_FRACTIONS f of prod(1 + f d)."""
-    from scipy.special import logsumexp
-
     d = np.asarray(bet, dtype=float)
     grown = np.cumsum(np.log1p(d[..., None] * BET_FRACTIONS), axis=-2)
-    return logsumexp(grown + np.log(BET_WEIGHTS), axis=-1)
+    return _logsumexp(grown + np.log(BET_WEIGHTS), axis=-1)
+
+
+def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
+    """log(sum(exp(x))) along `axis`, without overflow (scipy's is several times slower on
+    the simulations' arrays)."""
+    top = np.max(x, axis=axis, keepdims=True)
+    return np.squeeze(top, axis=axis) + np.log(np.sum(np.exp(x - top), axis=axis))
 
 
 def clipped_sequence(
@@ -238,15 +244,13 @@ def evidence(values: np.ndarray, m: float) -> tuple[np.ndarray, np.ndarray]:
     Returns (below, above): "below m" the mean of the estimands' wealths, "above m" the
     least of them, as clipped_sequence's two ends read them (the decision at m: regression
     where below reaches log(1/alpha), ok where above does)."""
-    from scipy.special import logsumexp
-
     x = np.asarray(values, dtype=float)
     if x.ndim == 2:
         x = x[:, None, :]
     x = np.where(np.isfinite(x), x, np.nan)
     scales = clip_scales(x.reshape(-1, x.shape[-1])).reshape(x.shape)
     up = bets(x, scales, m)
-    below = logsumexp(log_wealth(-up), axis=1) - math.log(x.shape[1])
+    below = _logsumexp(log_wealth(-up), axis=1) - math.log(x.shape[1])
     above = log_wealth(up).min(axis=1)
     return below, above
 
@@ -260,9 +264,7 @@ def _as_rows(series: Sequence[Sequence[float | None]] | Sequence[float | None]) 
 
 def logsumexp_mean(logs: np.ndarray) -> float:
     """log of the mean of exp(logs), computed without overflow."""
-    from scipy.special import logsumexp
-
-    return float(logsumexp(logs) - math.log(len(logs)))
+    return float(_logsumexp(np.asarray(logs, dtype=float), axis=0) - math.log(len(logs)))
 
 
 def huber_location(values: np.ndarray) -> float:
