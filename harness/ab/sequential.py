@@ -183,12 +183,12 @@ def bets(values: np.ndarray, scales: np.ndarray, m: float) -> np.ndarray:
     return np.nan_to_num(d)
 
 
-def log_wealth(bet: np.ndarray) -> np.ndarray:
+def log_wealth(bet: np.ndarray, weights: np.ndarray = BET_WEIGHTS) -> np.ndarray:
     """log of the mixture's wealth after each block (last axis), for bets in [-1, 1]: the
     BET_WEIGHTS-weighted mean over BET_FRACTIONS f of prod(1 + f d)."""
     d = np.asarray(bet, dtype=float)
     grown = np.cumsum(np.log1p(d[..., None] * BET_FRACTIONS), axis=-2)
-    return _logsumexp(grown + np.log(BET_WEIGHTS), axis=-1)
+    return _logsumexp(grown + np.log(weights), axis=-1)
 
 
 def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
@@ -238,20 +238,23 @@ def clipped_sequence(
     return Interval(n, estimate, min(lows), high)
 
 
-def evidence(values: np.ndarray, m: float) -> tuple[np.ndarray, np.ndarray]:
+def evidence(
+    values: np.ndarray, m: float, k: float = CLIP_K, weights: np.ndarray = BET_WEIGHTS
+) -> tuple[np.ndarray, np.ndarray]:
     """The two bettors' log wealth after each block against the boundary m, for arrays of
     A/Bs: `values` is (A/Bs, estimands, blocks) or (A/Bs, blocks) for one estimand.
     Returns (below, above): "below m" the mean of the estimands' wealths, "above m" the
     least of them, as clipped_sequence's two ends read them (the decision at m: regression
-    where below reaches log(1/alpha), ok where above does)."""
+    where below reaches log(1/alpha), ok where above does). `k` and `weights` (over
+    BET_FRACTIONS) are the decision's unless a comparison asks for others."""
     x = np.asarray(values, dtype=float)
     if x.ndim == 2:
         x = x[:, None, :]
     x = np.where(np.isfinite(x), x, np.nan)
-    scales = clip_scales(x.reshape(-1, x.shape[-1])).reshape(x.shape)
+    scales = clip_scales(x.reshape(-1, x.shape[-1]), k).reshape(x.shape)
     up = bets(x, scales, m)
-    below = _logsumexp(log_wealth(-up), axis=1) - math.log(x.shape[1])
-    above = log_wealth(up).min(axis=1)
+    below = _logsumexp(log_wealth(-up, weights), axis=1) - math.log(x.shape[1])
+    above = log_wealth(up, weights).min(axis=1)
     return below, above
 
 

@@ -9,7 +9,10 @@ and the pair's log-ratio cancels it; processes started seconds apart do not. A n
 burst that takes the CPU away from one slice is not a phase both share: each slice's CPU
 share (CPU seconds of the group per second, read while it is stopped), relative to its
 side's median, is compared with its partner's, and a pair with a starved slice is
-discarded (STARVED).
+discarded from the wall-clock reading (STARVED). Read per CPU second of the cell's threads,
+or with their run-queue wait taken out (both from /proc/PID/task/TID/schedstat, read while
+the group is stopped), a slice keeps its pair however starved: the neighbour's share is what
+those readings take out (SliceResult.adjusted_rate).
 
 A slice's rate comes from the child's own sample stream (harness.probe writes the counters
 every second as JSON lines): the counter of the suite's headline rate (its vocabulary's
@@ -71,6 +74,9 @@ NO_PROGRESS_SLICES = 5  # consecutive slices without a rate: the cell is not mak
 # pair are compared with each other (a load that lasts hits both and is the pairing's job).
 STARVED = 0.7
 STARVED_HISTORY = 4  # slices of a side before its median share is trusted
+# Read per CPU second or without run-queue waits, a slice whose cell ran less than this (CPU
+# seconds) is left out: its counter moved by a step or two (a starved slice otherwise counts)
+MIN_SLICE_CPU_S = 0.05
 # Below this typical share (cores) a cell mostly waits, and the kernel's 10 ms CPU clock is
 # too coarse for a 1 s slice: such cells are not judged.
 STARVED_MIN_SHARE = 0.2
@@ -132,12 +138,16 @@ class SliceResult:
         """The slice's rate as an estimand reads it: "wall" as measured; "cpu" per second of
         the cell's CPU time (what contention for the CPU cannot change, nor waits);
         "runq" with the run-queue wait taken out of the slice's time (waits stay in)."""
-        if not self.rate or self.starved:
+        if not self.rate:
             return None
         if estimand == "wall":
-            return self.rate
+            return None if self.starved else self.rate
+        # a starved slice counts here (the neighbour's share is what these take out), if the
+        # cell ran long enough for its counter to say something
+        if not self.cpu_share or self.cpu_share * self.length_s < MIN_SLICE_CPU_S:
+            return None
         if estimand == "cpu":
-            return self.rate / self.cpu_share if self.cpu_share else None
+            return self.rate / self.cpu_share
         if estimand == "runq":
             if self.runq_s is None or self.runq_s >= self.length_s:
                 return None

@@ -28,6 +28,10 @@ def test_a_slice_read_three_ways():
     assert waits.log_ratio_of("cpu") == pytest.approx(0.0)
     assert waits.log_ratio_of("runq") == pytest.approx(math.log(0.5))
     assert SliceResult("base", 0.0, 1.0, 1.0, 100.0, runq_s=None).adjusted_rate("runq") is None
+    # a slice a neighbour starved: dropped from the wall clock, counted per CPU second
+    marked = SliceResult("base", 0.0, 1.0, 1.0, 50.0, cpu_share=0.25, starved=True, runq_s=0.75)
+    assert marked.adjusted_rate("wall") is None and marked.adjusted_rate("cpu") == pytest.approx(200.0)
+    assert SliceResult("base", 0.0, 1.0, 1.0, 5.0, cpu_share=0.02, runq_s=0.9).adjusted_rate("cpu") is None  # 20 ms
 
 
 def test_the_slices_cpu_and_run_queue_time_weighted_by_what_each_thread_ran():
