@@ -518,29 +518,54 @@ def _replay_ab(
     A/B seconds it took, the first launches excluded)."""
     from harness.ab import sequential
 
-    edge = sequential.boundary(tolerance)
-    needed = math.log(1 / sequential.DEFAULT_ALPHA)
     floors = {"sign": 0, "clipped": sequential.blocks_to_decide(), "clipped-wall": sequential.blocks_to_decide()}
-    values: list[list] = []
+    clipped = {s: _ClippedBets(sequential.boundary(tolerance)) for s in statistics if s != "sign"}
+    walls: list[float] = []
     spent = 0.0
     out: dict[str, tuple[str, float]] = {}
     while len(out) < len(statistics):
         value, length, launch = blocks[rng.integers(len(blocks))]
-        values.append(value)
-        spent += length - (launch if len(values) == 1 else 0.0)
+        walls.append(value[0])
+        spent += length - (launch if len(walls) == 1 else 0.0)
         for statistic in statistics:
             if statistic in out:
                 continue
             if statistic == "sign":
-                decision = sequential.decide(sequential.median_sequence([v[0] for v in values]), tolerance)
+                decision = sequential.decide(sequential.median_sequence(walls), tolerance)
             else:  # the estimands the A/B read, or the wall clock alone
-                columns = [0] if statistic == "clipped-wall" else range(1, len(value))
-                rows = [[float("nan") if v[i] is None else v[i] for v in values] for i in columns]
-                below, above = sequential.evidence([rows], edge)
-                decision = "regression" if below[0, -1] >= needed else "ok" if above[0, -1] >= needed else "continue"
-            if decision != "continue" or (len(values) >= floors[statistic] and spent + spent / len(values) > budget):
+                decision = clipped[statistic].add(value[:1] if statistic == "clipped-wall" else value[1:])
+            if decision != "continue" or (len(walls) >= floors[statistic] and spent + spent / len(walls) > budget):
                 out[statistic] = (sequential.final(decision), spent)
     return out
+
+
+class _ClippedBets:
+    """The clipped bets at one boundary, a block at a time (what sequential.evidence computes
+    for a whole sequence at once, without recomputing the past at every look)."""
+
+    def __init__(self, edge: float) -> None:
+        self.edge = edge
+        self.values: list[list[float]] = []  # per estimand
+        self.bets: list[list[float]] = []
+
+    def add(self, value: list) -> str:
+        import numpy as np
+
+        from harness.ab import sequential
+
+        if not self.values:
+            self.values = [[] for _ in value]
+            self.bets = [[] for _ in value]
+        for past, bets, v in zip(self.values, self.bets, value, strict=True):
+            x = float("nan") if v is None else float(v)
+            scale = sequential.next_scale(np.array(past)) if past else 0.0
+            bets.append(float(sequential.bets(np.array([x]), np.array([scale]), self.edge)[0]))
+            past.append(x)
+        up = np.array(self.bets)
+        needed = math.log(1 / sequential.DEFAULT_ALPHA)
+        below = sequential.logsumexp_mean(sequential.log_wealth(-up)[:, -1])
+        above = float(sequential.log_wealth(up)[:, -1].min())
+        return "regression" if below >= needed else "ok" if above >= needed else "continue"
 
 
 @functools.cache
