@@ -1,38 +1,45 @@
-"""The A/B's statistics: an anytime-valid confidence sequence for the median block
-log-ratio, and a three-way decision against the tolerance, safe to look at after every block.
+"""The A/B's statistics: an anytime-valid confidence sequence for the centre of the block
+log-ratios, from clipped bets, and a three-way decision against the tolerance, safe to look
+at after every block.
 
 The observations are block means: one block is one fresh process of each side, sliced
 against each other for a few pairs, and its value is the mean of those pairs'
-log(candidate rate / base rate). Blocks, not pairs, are the independent unit: a process
-carries its own layout bias (two identical processes differed by 1.8 % over 100 pairs), so
-pairs of one block share an offset that only fresh processes average out, and slices of
-one process are autocorrelated. Pairing cancels the machine's slow phases, which hit both
-sides of a pair alike.
+log(candidate rate / base rate), per estimand (the wall-clock rate, or the rate per CPU
+second and without run-queue waits: harness.ab.slicing). Blocks, not pairs, are the
+independent unit: a process carries its own layout bias (two identical processes differed by
+1.8 % over 100 pairs), so pairs of one block share an offset that only fresh processes
+average out. Pairing cancels the machine's slow phases, which hit both sides of a pair alike.
 
 The per-process bias is heavy-tailed on this machine: in a 45-block A/B of a planted 5 %
-slowdown, 8 blocks lay 0.08-0.19 from the median of the others, whose spread was ~0.03
-(docs/benchmarks.md, "A/B gate"). A test of the mean is at the mercy of those blocks (its
-interval widens with every one), so the decision is about the median, with a sign test:
-after n blocks, k of them below the boundary, the e-value of "more than half lie below"
-against "at most half" is the likelihood ratio of Bernoulli(p) to Bernoulli(1/2) averaged
-over p ~ U[1/2, 1], a nonnegative supermartingale while at most half lie below (Ville's
-inequality: it ever reaches 1/alpha with probability <= alpha, however often it is looked
-at). It needs no model of the noise but independent blocks, and loses little where the
-blocks are normal (simulated in tests/harness/test_ab_sequential.py). Inverted over every
-boundary it gives the interval: order statistics of the blocks.
+slowdown, 8 blocks lay 0.08-0.19 from the median of the others, whose spread was ~0.03 (the
+2026-11-23 campaign: 11 % of spin's blocks beyond 3 robust sds). A test of the mean is at the
+mercy of those blocks (its interval widens with every one). So the test bets: before each
+block a bettor stakes a fraction f of its wealth on "this block lies above m", and wins or
+loses f x d, d = (value - m) / c clipped to [-1, 1], c set by the blocks before this one only
+(CLIP_K robust sds): the bulk of the blocks is bet on by its distance, a process 20 % off is
+one full bet. Its wealth, mixed over f (BET_FRACTIONS, BET_WEIGHTS), is a nonnegative
+supermartingale while E[d | the past] <= 0, which holds whenever the block is symmetric
+about a true log-ratio at or below m, whatever its tails and scale: and an A/B's blocks are
+symmetric about the truth when each side's fresh processes draw their bias from one
+distribution and the pair order is random. By Ville's inequality it ever reaches 1/alpha with
+probability <= alpha, however often it is looked at; likewise the bettor on "below m". The
+interval is every m neither bettor has won at; with several estimands its low end needs
+every estimand's bettor, its high end the mean of their wealths (a mean of test martingales
+is one). The sign test on the median (what decided until 2026-11-26, still computed as
+`median_sequence` and reported) is this at c = 0 with a uniform mixture over f; the
+distances and the tilt of the mixture towards bold bets made decisions sooner in simulation
+and on the campaign's recorded blocks (docs/records/2026-11-26-gate-decides.md).
 
-The decision is Pinpoint's three-way one (different / same / unknown: significant
-difference, or a difference of the given size ruled out, or more data), with the
-tolerance as the boundary: "regression" when the whole interval lies below
-log(1 - tolerance) (the median block slower beyond the tolerance), "ok" when it lies above
-it, otherwise keep going; at the budget, "undecided" with the interval it got. A false
-"regression" needs the interval to miss a true median at or above the boundary, a false
-"ok" one at or below it: each has probability <= alpha.
+The decision is Pinpoint's three-way one (different / same / unknown), with the tolerance as
+the boundary: "regression" when the whole interval lies below log(1 - tolerance), "ok" when
+it lies above it, otherwise keep going; at the budget, "undecided" with the interval it got.
+A false "regression" needs the interval to miss a true log-ratio at or above the boundary, a
+false "ok" one at or below it: each has probability <= alpha (simulated in
+tests/harness/test_ab_sequential.py, with heavy and two-point tails).
 
 The t-mixture confidence sequence for the mean (Lai 1976; the "safe t-test" of Grünwald, de
 Heide and Koolen, and Pérez-Ortiz et al. 2022) is kept as `confidence_sequence`: it is what
-the A/B first decided by, its interval is still reported next to the median's, and the
-simulations compare the two.
+the A/B first decided by, its interval is still reported, and the simulations compare it.
 """
 
 from __future__ import annotations
