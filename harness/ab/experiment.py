@@ -1,5 +1,8 @@
-"""One cell's A/B: blocks of time-sliced pairs until the sequential test decides or the
-budget is spent. Returns data (CellAB); printing is the command's business.
+"""The cells' A/Bs: blocks of time-sliced pairs, the cells' blocks interleaved on one pooled
+budget, each cell until the sequential test decides or the pool is spent. Returns data
+(CellAB); printing is the command's business. Between blocks it chooses what the next block
+measures (its pairs, from the noise so far) and, at the first, what the decision reads (per
+CPU second and without run-queue waits where the kernel tells, else the wall clock).
 
 Which cells can be sliced is decided here, before anything runs: a GPU cell cannot (work
 queued on the device keeps running while its process is stopped, and both sides would
