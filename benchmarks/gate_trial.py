@@ -56,6 +56,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from statistics import median
 
@@ -369,6 +370,29 @@ def _noise_split(trials: list[dict]) -> None:
             f"    noise: pairs of one block sd {np.sqrt(np.median(within)):.3f} ({len(within)} blocks), "
             f"blocks of one trial sd {np.sqrt(np.median(between)):.3f}; "
             f"warm-up pair - block value {np.mean(warm):+.3f} (sd {np.std(warm):.3f})"
+        )
+    spreads: dict[str, list[float]] = {}  # per estimand the decision read: each trial's robust sd of its blocks
+    for t in trials:
+        for estimand in t["cell"].get("estimands", []):
+            key = "value" if estimand == "wall" else f"{estimand}_value"
+            v = np.array([b[key] for b in t["cell"]["ab_blocks"] if b.get(key) is not None])
+            if v.size >= 3:
+                spreads.setdefault(estimand, []).append(1.4826 * float(np.median(np.abs(v - np.median(v)))))
+    wall = [1.4826 * float(np.median(np.abs(np.array(v) - np.median(v)))) for v in values if len(v) >= 3]
+    if spreads:
+        print(
+            "    blocks' robust sd within a trial, median over trials: wall clock "
+            f"{np.median(wall):.3f}, "
+            + ", ".join(f"{e} {np.median(x):.3f}" for e, x in spreads.items())
+            + "; pairs a block "
+            + ", ".join(
+                f"{k} x{n}"
+                for k, n in sorted(
+                    Counter(
+                        sum(not p["warmup"] for p in b["pairs"]) for t in trials for b in t["cell"]["ab_blocks"]
+                    ).items()
+                )
+            )
         )
 
 
