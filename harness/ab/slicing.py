@@ -66,6 +66,7 @@ from harness.runs.record import explicit_params
 # end of warm-up, then every second), which is when its launch is over.
 CHILD_DURATION_S = 24 * 3600.0
 CHILD_WARMUP_S = 0.05
+STOP_TIMEOUT_S = 2.0  # the longest the slicer waits for a stopped cell's threads to act on it
 NO_PROGRESS_SLICES = 5  # consecutive slices without a rate: the cell is not making progress
 # A slice whose cell got less than this share of the CPU it usually gets, relative to what
 # the other slice of its pair got, was starved by a neighbour's burst, not slowed by its
@@ -74,8 +75,8 @@ NO_PROGRESS_SLICES = 5  # consecutive slices without a rate: the cell is not mak
 # pair are compared with each other (a load that lasts hits both and is the pairing's job).
 STARVED = 0.7
 STARVED_HISTORY = 4  # slices of a side before its median share is trusted
-# Read per CPU second or without run-queue waits, a slice whose cell ran less than this (CPU
-# seconds) is left out: its counter moved by a step or two (a starved slice otherwise counts)
+# Read per CPU second or without run-queue waits, a starved slice whose cell ran less than
+# this (CPU seconds) is left out: its counter moved by a step or two (otherwise it counts)
 MIN_SLICE_CPU_S = 0.05
 # Below this typical share (cores) a cell mostly waits, and the kernel's 10 ms CPU clock is
 # too coarse for a 1 s slice: such cells are not judged.
@@ -133,6 +134,7 @@ class SliceResult:
     # the cell's threads' run-queue wait in the slice, CPU-weighted mean over its threads (s):
     # runnable, not run, because the CPU was busy (None where schedstat cannot be read)
     runq_s: float | None = None
+    stopping_s: float = 0.0  # SIGSTOP sent to every thread stopped (part of length_s)
 
     def adjusted_rate(self, estimand: str) -> float | None:
         """The slice's rate as an estimand reads it: "wall" as measured; "cpu" per second of
@@ -143,8 +145,9 @@ class SliceResult:
         if estimand == "wall":
             return None if self.starved else self.rate
         # a starved slice counts here (the neighbour's share is what these take out), if the
-        # cell ran long enough for its counter to say something
-        if not self.cpu_share or self.cpu_share * self.length_s < MIN_SLICE_CPU_S:
+        # cell ran long enough for its counter to say something (a cell that sleeps by design
+        # uses little CPU in every slice, and is not starved)
+        if not self.cpu_share or (self.starved and self.cpu_share * self.length_s < MIN_SLICE_CPU_S):
             return None
         if estimand == "cpu":  # the window's count per CPU second of the slice: before its first
             # sample the cell had not run (it writes one at once), so no CPU is left out
@@ -344,6 +347,18 @@ class Instance:
         self.signal(signal.SIGSTOP)
         self.stopped = True
 
+    def wait_stopped(self, timeout_s: float = STOP_TIMEOUT_S) -> float:
+        """Wait until every thread of the cell has acted on SIGSTOP; the seconds it took. A
+        thread that waits in the run queue when the signal comes runs on until the CPU is
+        its again: on a busy machine up to a second, in which it would run beside the other
+        side's slice, and the kernel adds the wait to its run-queue time only when it ends."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout_s:
+            if all(_stopped(proc.pid) for proc in tree(self.proc.pid)):
+                break
+            time.sleep(0.001)
+        return time.monotonic() - started
+
     def cont(self) -> None:
         self.signal(signal.SIGCONT)
         self.stopped = False
@@ -450,6 +465,7 @@ class Slicer:
                 instances[name] = inst
                 block.launch_s[name] = inst.wait_started(self.opts.start_timeout_s, self.opts.poll_s)
                 inst.stop()
+                inst.wait_stopped()
             total = self.opts.warmup_pairs + (pairs or self.opts.pairs or 2)
             failures = 0
             for i in range(total):
@@ -569,10 +585,10 @@ class Slicer:
                 break
             if inst.proc.poll() is not None:
                 break
-        t_asked_stop = time.monotonic()
         inst.stop()
+        stopping_s = inst.wait_stopped()  # before the other side runs, and before its counters are read
         self._previous = inst
-        t_stop = (t_asked_stop + time.monotonic()) / 2
+        t_stop = time.monotonic()
         cpu_s, runq_s = slice_sched(sched_before, inst.sched_times())
         reason = inst.failure()
         if reason is not None:
@@ -580,12 +596,31 @@ class Slicer:
         inst.read()  # lines written before the stop
         usable = self._usable(inst, mark, t_asked, carried)
         share = cpu_s / (t_stop - t_cont) if t_stop > t_cont else None
-        return SliceResult(inst.side.name, t_cont, t_stop - t_cont, None, None, share, runq_s=runq_s), usable
+        result = SliceResult(inst.side.name, t_cont, t_stop - t_cont, None, None, share, runq_s=runq_s)
+        result.stopping_s = stopping_s
+        return result, usable
 
     def _usable(self, inst: Instance, mark: int, t_cont: float, carried: bool) -> list[Sample]:
         since = inst.child_time(t_cont) + self.opts.settle_s
         fresh = [s for s in inst.samples[mark + carried :] if s.t >= since]
         return [inst.samples[mark], *fresh] if carried else fresh
+
+
+def _stopped(pid: int) -> bool:
+    """Every thread of `pid` stopped (or the process gone)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
+                raw = fh.read()
+        except OSError:
+            continue
+        if raw[raw.rfind(b")") + 2 : raw.rfind(b")") + 3] not in (b"T", b"t", b"Z", b"X"):
+            return False
+    return True
 
 
 def slice_sched(

@@ -31,7 +31,10 @@ def test_a_slice_read_three_ways():
     # a slice a neighbour starved: dropped from the wall clock, counted per CPU second
     marked = SliceResult("base", 0.0, 1.0, 1.0, 50.0, cpu_share=0.25, starved=True, runq_s=0.75)
     assert marked.adjusted_rate("wall") is None and marked.adjusted_rate("cpu") == pytest.approx(200.0)
-    assert SliceResult("base", 0.0, 1.0, 1.0, 5.0, cpu_share=0.02, runq_s=0.9).adjusted_rate("cpu") is None  # 20 ms
+    starved = SliceResult("base", 0.0, 1.0, 1.0, 5.0, cpu_share=0.02, starved=True, runq_s=0.9)
+    assert starved.adjusted_rate("cpu") is None  # 20 ms of CPU: too little to count
+    sleeper = SliceResult("base", 0.0, 1.0, 1.0, 50.0, cpu_share=0.02, runq_s=0.0)  # sleeps by design
+    assert sleeper.adjusted_rate("cpu") == pytest.approx(2500.0) and sleeper.adjusted_rate("runq") == 50.0
 
 
 def test_the_slices_cpu_and_run_queue_time_weighted_by_what_each_thread_ran():
