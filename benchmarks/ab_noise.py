@@ -129,11 +129,23 @@ def run(args: argparse.Namespace) -> None:
     analyze([args.save])
 
 
+def _pair_value(pair: dict, estimand: str) -> float | None:
+    """A pair's log-ratio as `estimand` reads it; files from before the estimands were
+    recorded (the first run of 2026-11-26) are read per CPU second from each slice's rate
+    and CPU share."""
+    key = "log_ratio" if estimand == "wall" else f"{estimand}_log_ratio"
+    if key in pair or estimand != "cpu":
+        return pair.get(key)
+    base, cand = pair["base"], pair["cand"]
+    if not (base["rate"] and cand["rate"] and base["cpu_share"] and cand["cpu_share"]):
+        return None
+    return math.log((cand["rate"] / cand["cpu_share"]) / (base["rate"] / base["cpu_share"]))
+
+
 def _block_variants(block: dict, estimand: str = "wall") -> dict[str, tuple[float, float] | None]:
     """(value, seconds) of a block read several ways: its first k measured pairs (k = 1..),
     and all of them with the warm-up pair counted too; `estimand` as harness.ab.slicing reads
     a slice's rate (wall, cpu, runq)."""
-    key = "log_ratio" if estimand == "wall" else f"{estimand}_log_ratio"
     pairs = block["pairs"]
     launch = sum(block["launch_s"].values())
     warm = [p for p in pairs if p["warmup"]]
@@ -143,12 +155,12 @@ def _block_variants(block: dict, estimand: str = "wall") -> dict[str, tuple[floa
     out: dict[str, tuple[float, float] | None] = {}
     for k in range(1, len(measured) + 1):
         kept = measured[:k]
-        values = [p[key] for p in kept if p.get(key) is not None]
+        values = [v for p in kept if (v := _pair_value(p, estimand)) is not None]
         seconds = launch + overhead + sum(length[id(p)] for p in warm + kept)
         out[f"1 warm-up + {k}"] = (sum(values) / len(values), seconds) if values else None
     for k in range(1, len(measured) + 1):
         kept = warm + measured[: k - 1]
-        values = [p[key] for p in kept if p.get(key) is not None]
+        values = [v for p in kept if (v := _pair_value(p, estimand)) is not None]
         seconds = launch + overhead + sum(length[id(p)] for p in kept)
         out[f"0 warm-up + {k}"] = (sum(values) / len(values), seconds) if values else None
     return out
@@ -212,11 +224,10 @@ def _row(name: str, read: list, blocks: list | None, estimand: str = "wall") -> 
             for s in (p["base"]["cpu_share"], p["cand"]["cpu_share"])
             if s is not None and not p["warmup"]
         ]
-        key = "log_ratio" if estimand == "wall" else f"{estimand}_log_ratio"
         within = [
             np.std(v, ddof=1)
             for b in blocks
-            if len(v := [p[key] for p in b["pairs"] if not p["warmup"] and p.get(key) is not None]) >= 2
+            if len(v := [x for p in b["pairs"] if not p["warmup"] and (x := _pair_value(p, estimand)) is not None]) >= 2
         ]
         line += f" | {np.median(shares):9.2f} {np.median(within):7.3f}"
     print(line)
