@@ -60,3 +60,29 @@ def test_the_decision_reads_cpu_and_run_queue_where_the_kernel_tells_else_the_wa
 
     assert decision_estimands(block(0.0)) == ("cpu", "runq")
     assert decision_estimands(block(None)) == ("wall",)
+
+
+@pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/task"), reason="Linux /proc")
+def test_a_stopped_process_is_seen_stopped_only_once_its_threads_acted_on_the_signal():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from harness.ab.slicing import _stopped
+
+    code = "import threading\nthreading.Thread(target=lambda: [0 for _ in iter(int, 1)], daemon=True).start()\nwhile True: pass"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        time.sleep(0.3)
+        assert not _stopped(proc.pid)  # two spinning threads
+        os.kill(proc.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 5
+        while not _stopped(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert _stopped(proc.pid)
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        proc.kill()
+        proc.wait()
+    assert _stopped(proc.pid)  # gone counts as stopped
