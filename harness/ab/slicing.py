@@ -9,7 +9,10 @@ and the pair's log-ratio cancels it; processes started seconds apart do not. A n
 burst that takes the CPU away from one slice is not a phase both share: each slice's CPU
 share (CPU seconds of the group per second, read while it is stopped), relative to its
 side's median, is compared with its partner's, and a pair with a starved slice is
-discarded (STARVED).
+discarded from the wall-clock reading (STARVED). Read per CPU second of the cell's threads,
+or with their run-queue wait taken out (both from /proc/PID/task/TID/schedstat, read while
+the group is stopped), a slice keeps its pair however starved: the neighbour's share is what
+those readings take out (SliceResult.adjusted_rate).
 
 A slice's rate comes from the child's own sample stream (harness.probe writes the counters
 every second as JSON lines): the counter of the suite's headline rate (its vocabulary's
@@ -51,6 +54,7 @@ from harness.ab.revisions import Side
 from harness.cell.messages import ChildStream, Reader
 from harness.cell.processes import alive, child_env, describe_processes, kill_tree, log_tail, marked_processes, tree
 from harness.model.vocabulary import Vocabulary
+from harness.monitors.procstat import thread_sched
 from harness.running import interrupts
 from harness.running.cell_log import DEFAULT_CAP_MB, CellLog
 from harness.running.matrix import Cell
@@ -62,6 +66,7 @@ from harness.runs.record import explicit_params
 # end of warm-up, then every second), which is when its launch is over.
 CHILD_DURATION_S = 24 * 3600.0
 CHILD_WARMUP_S = 0.05
+STOP_TIMEOUT_S = 2.0  # the longest the slicer waits for a stopped cell's threads to act on it
 NO_PROGRESS_SLICES = 5  # consecutive slices without a rate: the cell is not making progress
 # A slice whose cell got less than this share of the CPU it usually gets, relative to what
 # the other slice of its pair got, was starved by a neighbour's burst, not slowed by its
@@ -70,6 +75,9 @@ NO_PROGRESS_SLICES = 5  # consecutive slices without a rate: the cell is not mak
 # pair are compared with each other (a load that lasts hits both and is the pairing's job).
 STARVED = 0.7
 STARVED_HISTORY = 4  # slices of a side before its median share is trusted
+# Read per CPU second or without run-queue waits, a starved slice whose cell ran less than
+# this (CPU seconds) is left out: its counter moved by a step or two (otherwise it counts)
+MIN_SLICE_CPU_S = 0.05
 # Below this typical share (cores) a cell mostly waits, and the kernel's 10 ms CPU clock is
 # too coarse for a 1 s slice: such cells are not judged.
 STARVED_MIN_SHARE = 0.2
@@ -83,10 +91,18 @@ class SliceOptions:
     window_s: float = 0.9  # the measured interval inside a slice spans at least this (a sample period)
     max_slice_s: float = 5.0  # a slice with no usable interval by then is discarded
     settle_s: float = 0.0  # samples this soon after SIGCONT do not open a slice's interval
-    pairs: int = 2  # measured pairs per block (per launch): fresh processes, not pairs, average out the layout bias
+    # measured pairs per block (per launch); None: chosen before each block from the blocks so
+    # far (harness.ab.experiment.next_pairs): one where fresh processes, not pairs, carry the
+    # noise (an idle machine), more where the slices do (neighbours taking the CPU)
+    pairs: int | None = None
     warmup_pairs: int = 1  # pairs discarded after each launch
     start_timeout_s: float = 180.0  # launch to first counted work (a cold numba cache compiles)
     poll_s: float = 0.005
+    # "own": each side's cell leads a session of its own; "shared": a process group of its own
+    # in the harness's session (kernel autogroups: harness.causal.stopper)
+    session: str = "own"
+    pin_cpus: int = 0  # > 0: both sides' processes on the same this many CPUs, drawn per block
+    shared_hash_seed: bool = False  # one PYTHONHASHSEED per block for both sides (unless the user set one)
 
 
 class CellFailed(Exception):
@@ -115,6 +131,35 @@ class SliceResult:
     rate: float | None  # counter per second over the window; None: discarded
     cpu_share: float | None = None  # CPU seconds of the cell's processes per second of the slice
     starved: bool = False  # its CPU share fell below STARVED x its partner's (both by their side's median)
+    # the cell's threads' run-queue wait in the slice, CPU-weighted mean over its threads (s):
+    # runnable, not run, because the CPU was busy (None where schedstat cannot be read)
+    runq_s: float | None = None
+    stopping_s: float = 0.0  # SIGSTOP sent to every thread stopped (part of length_s)
+
+    def adjusted_rate(self, estimand: str) -> float | None:
+        """The slice's rate as an estimand reads it: "wall" as measured; "cpu" per second of
+        the cell's CPU time (what contention for the CPU cannot change, nor waits);
+        "runq" with the run-queue wait taken out of the slice's time (waits stay in)."""
+        if not self.rate:
+            return None
+        if estimand == "wall":
+            return None if self.starved else self.rate
+        # a starved slice counts here (the neighbour's share is what these take out), if the
+        # cell ran long enough for its counter to say something (a cell that sleeps by design
+        # uses little CPU in every slice, and is not starved)
+        if not self.cpu_share or (self.starved and self.cpu_share * self.length_s < MIN_SLICE_CPU_S):
+            return None
+        if estimand == "cpu":  # the window's count per CPU second of the slice: before its first
+            # sample the cell had not run (it writes one at once), so no CPU is left out
+            return self.rate * (self.window_s or self.length_s) / (self.cpu_share * self.length_s)
+        if estimand == "runq":
+            if self.runq_s is None or self.runq_s >= self.length_s:
+                return None
+            return self.rate * self.length_s / (self.length_s - self.runq_s)
+        raise ValueError(f"unknown estimand {estimand!r}")
+
+
+ESTIMANDS = ("wall", "cpu", "runq")
 
 
 @dataclass
@@ -128,12 +173,19 @@ class Pair:
 
     @property
     def log_ratio(self) -> float | None:
-        if not self.base.rate or not self.cand.rate or self.base.starved or self.cand.starved:
-            return None
-        return math.log(self.cand.rate / self.base.rate)
+        return self.log_ratio_of("wall")
+
+    def log_ratio_of(self, estimand: str) -> float | None:
+        """log(candidate / base) of the two slices' rates as `estimand` reads them."""
+        base, cand = self.base.adjusted_rate(estimand), self.cand.adjusted_rate(estimand)
+        return math.log(cand / base) if base and cand else None
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "log_ratio": self.log_ratio}
+        return {
+            **asdict(self),
+            "log_ratio": self.log_ratio,
+            **{f"{e}_log_ratio": self.log_ratio_of(e) for e in ESTIMANDS[1:]},
+        }
 
 
 @dataclass
@@ -143,13 +195,17 @@ class Block:
     launch_s: dict[str, float] = field(default_factory=dict)
     elapsed_s: float = 0.0
 
-    def log_ratios(self) -> list[float]:
-        return [lr for p in self.pairs if not p.warmup and (lr := p.log_ratio) is not None]
+    def log_ratios(self, estimand: str = "wall") -> list[float]:
+        return [lr for p in self.pairs if not p.warmup and (lr := p.log_ratio_of(estimand)) is not None]
 
     @property
     def value(self) -> float | None:
-        """The block's observation for the sequential test: its mean pair log-ratio."""
-        ratios = self.log_ratios()
+        """The block's wall-clock observation: its mean pair log-ratio."""
+        return self.value_of("wall")
+
+    def value_of(self, estimand: str) -> float | None:
+        """The block's mean pair log-ratio as `estimand` reads the rates."""
+        ratios = self.log_ratios(estimand)
         return sum(ratios) / len(ratios) if ratios else None
 
 
@@ -178,6 +234,8 @@ class Instance:
         run_root: Path,
         spec_extra: dict[str, Any] | None = None,
         own_session: bool = True,
+        cpus: frozenset[int] | None = None,
+        env_extra: dict[str, str] | None = None,
     ) -> None:
         self.side, self.key, self.run_root = side, key, run_root
         self.scratch = run_root / "series" / f".{key}.jsonl"
@@ -196,6 +254,7 @@ class Instance:
         }
         env = child_env(key, run_root)
         env["PYTHONPATH"] = side.pythonpath(os.environ.get("PYTHONPATH"))
+        env.update(env_extra or {})
         # the slice's output copied into its log, capped as a cell's (the tail kept)
         self.output = CellLog(self.log, int((cell.log_cap_mb or DEFAULT_CAP_MB) * 1e6))
         try:
@@ -210,6 +269,8 @@ class Instance:
                 start_new_session=own_session,
                 process_group=None if own_session else 0,
                 env=env,
+                # before exec: every process the cell starts inherits the CPUs
+                preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
             )
         except BaseException:
             self.output.close()
@@ -258,13 +319,19 @@ class Instance:
             f"; log: {tail}" if tail else ""
         )
 
-    def cpu_times(self) -> dict[int, float]:
-        """CPU seconds (user + system) of every live process of the cell, by pid."""
-        out = {}
+    def sched_times(self) -> dict[tuple[int, int], tuple[float, float]]:
+        """(seconds on a CPU, seconds in the run queue) so far of every thread of every live
+        process of the cell, by (pid, tid); psutil's CPU time of the whole process, with no
+        run-queue time (nan), where the kernel's schedstat cannot be read."""
+        out: dict[tuple[int, int], tuple[float, float]] = {}
         for proc in tree(self.proc.pid):
+            threads = thread_sched(proc.pid)
+            if threads:
+                out.update({(proc.pid, tid): times for tid, times in threads.items()})
+                continue
             try:
                 times = proc.cpu_times()
-                out[proc.pid] = times.user + times.system
+                out[(proc.pid, 0)] = (times.user + times.system, math.nan)
             except psutil.Error:
                 pass
         return out
@@ -279,6 +346,18 @@ class Instance:
     def stop(self) -> None:
         self.signal(signal.SIGSTOP)
         self.stopped = True
+
+    def wait_stopped(self, timeout_s: float = STOP_TIMEOUT_S) -> float:
+        """Wait until every thread of the cell has acted on SIGSTOP; the seconds it took. A
+        thread that waits in the run queue when the signal comes runs on until the CPU is
+        its again: on a busy machine up to a second, in which it would run beside the other
+        side's slice, and the kernel adds the wait to its run-queue time only when it ends."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout_s:
+            if all(_stopped(proc.pid) for proc in tree(self.proc.pid)):
+                break
+            time.sleep(0.001)
+        return time.monotonic() - started
 
     def cont(self) -> None:
         self.signal(signal.SIGCONT)
@@ -371,22 +450,28 @@ class Slicer:
         self._previous: Instance | None = None  # the instance that ran the last slice
         self._shares: dict[str, list[float]] = {}  # CPU share of every slice so far, by side
 
-    def block(self, index: int) -> Block:
-        """Launch fresh processes of both sides, run the block's pairs, end the processes."""
+    def block(self, index: int, pairs: int | None = None) -> Block:
+        """Launch fresh processes of both sides, run the block's pairs (`pairs` measured ones,
+        else the options'), end the processes."""
         block = Block(index)
         started = time.monotonic()
         order = ["base", "candidate"]
         self.rng.shuffle(order)
         instances: dict[str, Instance] = {}
+        cpus, env = self._block_placement()
         try:
             for name in order:  # one at a time: a start-up never overlaps the other's work
                 cell = self.cells[name]
-                inst = Instance(self.sides[name], cell, f"{cell.id}-{name}-{index}", self.run_root)
+                inst = Instance(
+                    self.sides[name], cell, f"{cell.id}-{name}-{index}", self.run_root,
+                    own_session=self.opts.session == "own", cpus=cpus, env_extra=env,
+                )  # fmt: skip
                 self.live.append(inst)
                 instances[name] = inst
                 block.launch_s[name] = inst.wait_started(self.opts.start_timeout_s, self.opts.poll_s)
                 inst.stop()
-            total = self.opts.warmup_pairs + self.opts.pairs
+                inst.wait_stopped()
+            total = self.opts.warmup_pairs + (pairs or self.opts.pairs or 2)
             failures = 0
             for i in range(total):
                 pair = self._pair(instances, index, i, warmup=i < self.opts.warmup_pairs)
@@ -407,6 +492,17 @@ class Slicer:
             self.close()
         block.elapsed_s = time.monotonic() - started
         return block
+
+    def _block_placement(self) -> tuple[frozenset[int] | None, dict[str, str]]:
+        """What both sides of a block share: the CPUs they are pinned to, the hash seed."""
+        cpus = None
+        if self.opts.pin_cpus > 0:
+            allowed = sorted(os.sched_getaffinity(0))
+            cpus = frozenset(self.rng.sample(allowed, min(self.opts.pin_cpus, len(allowed))))
+        env = {}
+        if self.opts.shared_hash_seed and "PYTHONHASHSEED" not in os.environ:
+            env["PYTHONHASHSEED"] = str(self.rng.randrange(1, 2**32 - 1))
+        return cpus, env
 
     def close(self) -> None:
         """End every live instance (also on Ctrl-C and on errors)."""
@@ -474,15 +570,20 @@ class Slicer:
         # last sample still opens an interval; otherwise only samples from now on do.
         carried = inst is self._previous and bool(inst.samples)
         mark = len(inst.samples) - 1 if carried else len(inst.samples)
-        cpu_before = inst.cpu_times()  # the group is stopped: exact
-        t_cont = time.monotonic()
+        sched_before = inst.sched_times()  # the group is stopped: exact
+        # each signal timed by the middle of clock readings either side of it: on a busy
+        # machine the harness can lose the CPU between reading the clock and signalling, and a
+        # slice timed from before SIGCONT counted up to a second in which the cell was still
+        # stopped (neither on a CPU nor in the run queue: at load 15, 5 % of slices > 0.24 s)
+        t_asked = time.monotonic()
         inst.cont()
+        t_cont = (t_asked + time.monotonic()) / 2
         while True:
             interrupts.check()
             time.sleep(opts.poll_s)
             inst.read()
             now = time.monotonic()
-            usable = self._usable(inst, mark, t_cont, carried)
+            usable = self._usable(inst, mark, t_asked, carried)
             if now - t_cont >= opts.slice_s and _span(usable) >= opts.window_s:
                 break
             if now - t_cont >= opts.max_slice_s:
@@ -490,22 +591,61 @@ class Slicer:
             if inst.proc.poll() is not None:
                 break
         inst.stop()
+        stopping_s = inst.wait_stopped()  # before the other side runs, and before its counters are read
         self._previous = inst
         t_stop = time.monotonic()
-        cpu_after = inst.cpu_times()
-        cpu_s = sum(v - cpu_before.get(pid, 0.0) for pid, v in cpu_after.items())
+        cpu_s, runq_s = slice_sched(sched_before, inst.sched_times())
         reason = inst.failure()
         if reason is not None:
             raise CellFailed(reason, inst.side.name)
         inst.read()  # lines written before the stop
-        usable = self._usable(inst, mark, t_cont, carried)
+        usable = self._usable(inst, mark, t_asked, carried)
         share = cpu_s / (t_stop - t_cont) if t_stop > t_cont else None
-        return SliceResult(inst.side.name, t_cont, t_stop - t_cont, None, None, share), usable
+        result = SliceResult(inst.side.name, t_cont, t_stop - t_cont, None, None, share, runq_s=runq_s)
+        result.stopping_s = stopping_s
+        return result, usable
 
     def _usable(self, inst: Instance, mark: int, t_cont: float, carried: bool) -> list[Sample]:
         since = inst.child_time(t_cont) + self.opts.settle_s
         fresh = [s for s in inst.samples[mark + carried :] if s.t >= since]
         return [inst.samples[mark], *fresh] if carried else fresh
+
+
+def _stopped(pid: int) -> bool:
+    """Every thread of `pid` stopped (or the process gone)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
+                raw = fh.read()
+        except OSError:
+            continue
+        if raw[raw.rfind(b")") + 2 : raw.rfind(b")") + 3] not in (b"T", b"t", b"Z", b"X"):
+            return False
+    return True
+
+
+def slice_sched(
+    before: dict[tuple[int, int], tuple[float, float]], after: dict[tuple[int, int], tuple[float, float]]
+) -> tuple[float, float | None]:
+    """(CPU seconds of the cell's threads, their run-queue wait) over a slice, from their
+    counters read while it was stopped at both ends. The wait is the CPU-weighted mean over
+    threads: a thread that ran most is what most of the work waited for, an idle helper
+    counts for nothing. None where a thread's run-queue time could not be read."""
+    cpu = waited = 0.0
+    known = True
+    for key, (run, runq) in after.items():
+        run0, runq0 = before.get(key, (0.0, 0.0))
+        ran = max(run - run0, 0.0)
+        cpu += ran
+        if math.isnan(runq) or math.isnan(runq0):
+            known = False
+        else:
+            waited += ran * max(runq - runq0, 0.0)
+    return cpu, (waited / cpu if cpu > 0 else 0.0) if known else None
 
 
 def _span(samples: list[Sample]) -> float:

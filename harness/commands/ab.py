@@ -35,17 +35,21 @@ def ab(
         None, "--tolerance", help="slowdown allowed, e.g. 3% (default: docs/benchmarks.md, A/B gate)"
     ),
     budget: float = typer.Option(
-        None, "--budget", help="A/B seconds per cell before it is called undecided (default 180)"
+        None,
+        "--budget",
+        help="A/B seconds per cell, pooled over the cells, before a cell is called undecided (default 180)",
     ),
     confidence: float = typer.Option(0.95, "--confidence", help="A/B: 1 - each decision's error rate"),
     slice_s: float = typer.Option(None, "--slice", help="A/B: minimum slice length in seconds (default 1)"),
     settle: float = typer.Option(None, "--settle", help="A/B: seconds after SIGCONT not measured (default 0)"),
-    pairs: int = typer.Option(None, "--pairs", help="A/B: measured pairs per launch of fresh processes (default 2)"),
-    warmup_pairs: int = typer.Option(
-        None, "--warmup-pairs", help="A/B: pairs discarded after each launch (default 1)"
+    pairs: int = typer.Option(
+        None, "--pairs", help="A/B: measured pairs per launch of fresh processes (default: chosen per block, 1-6)"
     ),
+    warmup_pairs: int = typer.Option(None, "--warmup-pairs", help="A/B: pairs discarded after each launch (default 1)"),
     min_blocks: int = typer.Option(
-        None, "--min-blocks", help="A/B: blocks run whatever the budget (default: the fewest that can decide, 7 at 95 %)"
+        None,
+        "--min-blocks",
+        help="A/B: blocks run whatever the budget (default: the fewest that can decide, 6 at 95 %)",
     ),
     seed: int = typer.Option(None, "--seed", help="A/B: seed of the pair orders (default: drawn and recorded)"),
     out: Path = options.OutOpt,
@@ -105,14 +109,14 @@ def build_options(
         slicing.settle_s = settle
     if pairs is not None:
         if not 1 <= pairs <= 1000:
-            raise UserError(f"--pairs {pairs}: measured pairs per block, 1 to 1000 (default {slicing.pairs})")
+            raise UserError(f"--pairs {pairs}: measured pairs per block, 1 to 1000 (default: chosen per block)")
         slicing.pairs = pairs
     if warmup_pairs is not None:
         if not 0 <= warmup_pairs <= 100:
             raise UserError(f"--warmup-pairs {warmup_pairs}: 0 to 100 (default {slicing.warmup_pairs})")
         slicing.warmup_pairs = warmup_pairs
     if min_blocks is not None and not 0 <= min_blocks <= 1000:
-        raise UserError(f"--min-blocks {min_blocks}: 0 to 1000 (default: the fewest that can decide, 7 at 95 %)")
+        raise UserError(f"--min-blocks {min_blocks}: 0 to 1000 (default: the fewest that can decide, 6 at 95 %)")
     if seed is not None and seed < 0:
         raise UserError(f"--seed {seed}: a non-negative integer")
     return ABOptions(

@@ -50,12 +50,16 @@ def gate(
     allow_missing: bool = typer.Option(
         False, "--allow-missing", help="a baseline cell or metric missing from the run is reported, not failed"
     ),
-    budget: float = typer.Option(None, "--budget", help="with --against: A/B seconds per cell (default 180)"),
+    budget: float = typer.Option(
+        None, "--budget", help="with --against: A/B seconds per cell, pooled over the cells (default 180)"
+    ),
     slice_s: float = typer.Option(None, "--slice", help="with --against: minimum slice length in seconds"),
     pairs: int = typer.Option(None, "--pairs", help="with --against: measured pairs per launch"),
     warmup_pairs: int = typer.Option(None, "--warmup-pairs", help="with --against: pairs discarded per launch"),
     min_blocks: int = typer.Option(
-        None, "--min-blocks", help="with --against: blocks run whatever the budget (default: the fewest that can decide)"
+        None,
+        "--min-blocks",
+        help="with --against: blocks run whatever the budget (default: the fewest that can decide)",
     ),
     seed: int = typer.Option(None, "--seed", help="with --against: seed of the pair orders"),
 ) -> int:

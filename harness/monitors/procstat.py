@@ -82,6 +82,28 @@ def _cpu_s(raw: bytes) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime of the whole process
 
 
+def thread_ids(pid: int) -> list[int]:
+    """The thread ids of a process (empty when it is gone)."""
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
+def thread_sched(pid: int, tids: list[int] | None = None) -> dict[int, tuple[float, float]]:
+    """Per thread of `pid`: (seconds on a CPU, seconds runnable in the run queue) so far, from
+    /proc/PID/task/TID/schedstat (nanoseconds, unlike the 10 ms ticks of /proc/PID/stat); a
+    thread whose file cannot be read is left out."""
+    out = {}
+    for tid in thread_ids(pid) if tids is None else tids:
+        sched = _read(f"/proc/{pid}/task/{tid}/schedstat")
+        if sched is None:
+            continue
+        run_ns, runq_ns = (int(x) for x in sched.split()[:2])
+        out[tid] = (run_ns / 1e9, runq_ns / 1e9)
+    return out
+
+
 def _voluntary(path: str) -> int:
     raw = _read(path)
     if raw is None:
@@ -137,21 +159,16 @@ class ProcStatMonitor(SamplingMonitor):
         else:
             _retitled(proc, info)
         info.last_seen = wall
-        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")] if os.path.isdir(f"/proc/{pid}/task") else []
+        tids = thread_ids(pid)
         voluntary = 0
         if len(tids) <= PER_THREAD_MAX:
-            for tid in tids:
-                base = f"/proc/{pid}/task/{tid}"
-                sched = _read(f"{base}/schedstat")
-                if sched is None:
-                    continue
-                run_ns, runq_ns, _ = (int(x) for x in sched.split()[:3])
-                vol = _voluntary(f"{base}/status")
+            for tid, (run_s, runq_s) in thread_sched(pid, tids).items():
+                vol = _voluntary(f"/proc/{pid}/task/{tid}/status")
                 voluntary += vol
                 key = (pid, tid)
                 if key not in self.threads:
                     self.threads[key] = ThreadSamples(pid, tid)
-                self.threads[key].samples.append((wall, run_ns / 1e9, runq_ns / 1e9, vol))
+                self.threads[key].samples.append((wall, run_s, runq_s, vol))
         else:
             info.threads_read = False
             voluntary = _voluntary(f"/proc/{pid}/status")

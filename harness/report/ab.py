@@ -26,10 +26,13 @@ def _interval(result: CellAB) -> str:
 def progress_line(result: CellAB) -> str:
     """One line after each block: what the test sees so far."""
     block = result.blocks[-1]
-    value = "-" if block.value is None else f"{block.value:+.4f}"
+    values = []
+    for estimand in result.estimands:
+        v = block.value_of(estimand)
+        values.append(f"{'-' if v is None else f'{v:+.4f}'}{'' if estimand == 'wall' else f' {estimand}'}")
     return (
-        f"  {result.cell.suite} {result.label}: block {block.index + 1} log-ratio {value} "
-        f"({len(block.log_ratios())} pairs, {block.elapsed_s:.1f} s); "
+        f"  {result.cell.suite} {result.label}: block {block.index + 1} log-ratio {', '.join(values)} "
+        f"({len(block.log_ratios(result.estimands[0]))} pairs, {block.elapsed_s:.1f} s); "
         f"so far {_interval(result)} at {result.elapsed_s:.0f} s"
     )
 
@@ -37,7 +40,7 @@ def progress_line(result: CellAB) -> str:
 def rows(results: list[CellAB]) -> list[list[str]]:
     out = []
     for r in results:
-        pairs = sum(len(b.log_ratios()) for b in r.blocks)
+        pairs = sum(len(b.log_ratios(r.estimands[0])) for b in r.blocks)
         out.append(
             [
                 f"{r.cell.suite} {r.label}",

@@ -139,7 +139,7 @@ def test_gate_against_a_revision_speed_from_the_ab(repo, cli, tmp_path):
     assert gate["verdict"] == "undecided" and gate["against"]["rev"] == "HEAD~1" and gate["baseline"] is None
     (speed,) = [c for c in gate["checks"] if c["kind"] == "speed"]
     assert speed["verdict"] == "undecided" and speed["metric"] == "widgets_per_s" and 0.2 < speed["ratio"] < 0.5
-    assert "no decision is possible before 7 blocks at 95 % (--min-blocks)" in json.dumps(gate)
+    assert "no decision is possible before 6 blocks at 95 % (--min-blocks)" in json.dumps(gate)
     assert (run / "ab.json").is_file() and "A/B against HEAD~1" in (run / "gate.md").read_text()
     assert cli("gate", run).exit_code == 2  # neither --baseline nor --against
     assert_nothing_left(repo, tmp_path)

@@ -1,5 +1,9 @@
 """The A/B's sequential test keeps its error rates when it is looked at after every block.
 
+The decision reads clipped bets (harness.ab.sequential.clipped_sequence); the sign test on
+the median it replaced, and the mean's t-mixture, are still computed and reported, and tested
+here as the intervals they are.
+
 Simulated, not measured: thousands of A/Bs of 40 blocks each, on i.i.d. normal block means,
 and through the whole chain the slicer produces (a machine whose speed wanders as an AR(1)
 process from slice to slice, heavy-tailed slice noise, a layout bias per process, random
@@ -23,8 +27,11 @@ from harness.ab.sequential import (
     Interval,
     blocks_to_decide,
     boundary,
+    clip_scales,
+    clipped_sequence,
     confidence_sequence,
     decide,
+    evidence,
     median_sequence,
     mixture_halfwidth,
     sign_log_evidence,
@@ -149,7 +156,21 @@ def first_decisions(reg: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def decisions(x: np.ndarray, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
-    """(decided regression, decided ok) per trial, as the A/B decides: the median's sign test."""
+    """(decided regression, decided ok) per trial, as the A/B decides: clipped bets."""
+    regression, ok, _ = clipped_decisions(x, tolerance)
+    return regression, ok
+
+
+def clipped_decisions(x: np.ndarray, tolerance: float, alpha: float = ALPHA):
+    """(regression, ok, the look that decided) per trial from the clipped bets' evidence at
+    the boundary; x is (trials, blocks) or (trials, estimands, blocks)."""
+    below, above = evidence(x, boundary(tolerance))
+    needed = math.log(1 / alpha)
+    return first_decisions(below >= needed, above >= needed)
+
+
+def sign_decisions(x: np.ndarray, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+    """The same by the median's sign test (what the A/B decided by before)."""
     regression, ok, _ = first_decisions(*sign_sequences(x, tolerance))
     return regression, ok
 
@@ -193,16 +214,87 @@ def test_identical_code_passes_and_a_ten_percent_slowdown_is_caught():
     assert regression.mean() > 0.95 and ok.mean() == 0
 
 
-def test_outlier_processes_cost_the_mean_decisions_the_median_keeps():
+def test_outlier_processes_cost_the_mean_decisions_the_clipped_bets_keep():
     # the heavy tail of per-process bias seen in the campaign's first A/B (8 of 45 blocks
-    # 0.08-0.19 off the rest): the mean's interval widens with every outlier, the sign test
-    # counts it once
+    # 0.08-0.19 off the rest): the mean's interval widens with every outlier, a clipped bet
+    # counts it as one full bet
     rng = np.random.default_rng(4)
     same = simulated_ab(rng, 0.0, trials=500, outlier_share=0.15)
     slow = simulated_ab(rng, math.log(1 / 1.10), trials=500, outlier_share=0.15)
     assert decisions(same, 0.03)[1].mean() > t_decisions(same, 0.03)[1].mean() + 0.1
     assert decisions(slow, 0.03)[0].mean() > 0.95
     assert decisions(same, 0.03)[0].mean() == 0
+
+
+def test_clipped_bets_decide_sooner_than_the_sign_test_where_blocks_are_normal():
+    """The sign test is the clipped bets' limit at a zero scale: where the bulk of the blocks
+    is normal the distances carry evidence the signs lose."""
+    rng = np.random.default_rng(6)
+    same = simulated_ab(rng, 0.0, trials=1000, blocks=20)
+    clipped_ok = clipped_decisions(same, 0.03)[1].mean()
+    sign_ok = sign_decisions(same, 0.03)[1].mean()
+    assert clipped_ok > sign_ok + 0.03, (clipped_ok, sign_ok)
+
+
+@pytest.mark.parametrize("shape", ["normal", "t2", "two-point-outliers"])
+def test_clipped_bets_keep_their_error_rates_on_symmetric_blocks_of_any_tail(shape):
+    """Blocks symmetric about the truth, at the boundary, a look after every block: any
+    decision is an error. Two-point outliers (processes exactly 0.2 off, both ways) are
+    symmetric but not unimodal, where a bet that redescends would fail; a clipped one may not."""
+    rng = np.random.default_rng(7)
+    edge = boundary(0.03)
+    if shape == "normal":
+        noise = rng.normal(0, 0.03, (TRIALS, LOOKS))
+    elif shape == "t2":
+        noise = 0.02 * rng.standard_t(2, (TRIALS, LOOKS))
+    else:
+        noise = rng.normal(0, 0.01, (TRIALS, LOOKS)) + 0.2 * rng.choice([-1, 0, 0, 0, 1], (TRIALS, LOOKS))
+    regression, ok, _ = clipped_decisions(edge + noise, 0.03)
+    assert regression.mean() <= ALPHA + SLACK and ok.mean() <= ALPHA + SLACK
+
+
+def test_two_estimands_ok_needs_both_and_a_regression_in_either_is_seen():
+    """The decision reads the rate per CPU second and the rate without run-queue waits: a
+    candidate that only waits more shows in the second alone; it must never be called ok,
+    and is caught as a regression."""
+    rng = np.random.default_rng(8)
+    cpu = rng.normal(0.0, 0.02, (500, 30))  # per CPU second: unchanged
+    runq = rng.normal(math.log(1 / 1.10), 0.02, (500, 30))  # it waits 10 % more
+    x = np.stack([cpu, runq], axis=1)
+    regression, ok, _ = clipped_decisions(x, 0.03)
+    assert ok.mean() == 0 and regression.mean() > 0.95
+    # identical code, the two estimands close to each other: ok, never a regression
+    same = rng.normal(0.0, 0.02, (500, 1, 30)) + rng.normal(0, 0.005, (500, 2, 30))
+    regression, ok, _ = clipped_decisions(same, 0.03)
+    assert regression.mean() == 0 and ok.mean() > 0.95
+    # at the boundary in both: either error at most alpha
+    at_edge = boundary(0.03) + rng.normal(0.0, 0.02, (TRIALS, 1, LOOKS)) + rng.normal(0, 0.01, (TRIALS, 2, LOOKS))
+    regression, ok, _ = clipped_decisions(at_edge, 0.03)
+    assert regression.mean() <= ALPHA + SLACK and ok.mean() <= ALPHA + SLACK
+
+
+def test_the_interval_decides_as_the_evidence_at_the_boundary_does():
+    rng = np.random.default_rng(9)
+    edge = boundary(0.03)
+    for _ in range(30):
+        n = int(rng.integers(5, 25))
+        x = rng.normal(rng.uniform(-0.08, 0.03), 0.03, (1, 2, n))
+        below, above = evidence(x, edge)
+        expected = (
+            "regression" if below[0, -1] >= math.log(20) else "ok" if above[0, -1] >= math.log(20) else "continue"
+        )
+        assert decide(clipped_sequence([list(x[0, 0]), list(x[0, 1])]), 0.03) == expected
+
+
+def test_a_block_is_clipped_by_the_blocks_before_it_only():
+    x = np.array([0.01, -0.02, 0.03, 0.0, 0.5, -0.01])
+    scales = clip_scales(x)
+    assert scales[0] == scales[1] == 0  # no past spread yet: sign bets
+    changed = x.copy()
+    changed[4:] = [9.0, 9.0]
+    assert np.array_equal(clip_scales(changed)[:5], scales[:5])  # a block's scale ignores it and what follows
+    iv = clipped_sequence([0.3, -0.4] + [0.001 * (i - 14) for i in range(28)])
+    assert -0.02 <= iv.low <= 0.0 <= iv.high <= 0.02  # two far-off blocks do not widen it
 
 
 def test_sign_evidence_is_the_mixture_it_names():
@@ -229,13 +321,15 @@ def test_the_median_interval_and_its_coverage_under_repeated_looks():
     assert (reg | ok).any(axis=1).mean() <= 2 * ALPHA + SLACK
 
 
-@pytest.mark.parametrize(("alpha", "fewest"), [(0.05, 7), (0.2, 4), (0.01, 9)])
-def test_no_budget_can_decide_before_the_fewest_blocks_the_sign_test_needs(alpha, fewest):
+@pytest.mark.parametrize(("alpha", "fewest", "sign_fewest"), [(0.05, 6, 7), (0.2, 4, 4), (0.01, 9, 9)])
+def test_no_budget_can_decide_before_the_fewest_blocks_a_test_needs(alpha, fewest, sign_fewest):
     """Blocks all far on one side: one block short of `fewest` the interval is still infinite,
-    at `fewest` it is not (why the A/B runs that many whatever its budget)."""
+    at `fewest` it is not (why the A/B runs that many whatever its budget); the clipped bets'
+    tilted mixture needs one block fewer than the sign test at 95 %."""
     assert blocks_to_decide(alpha) == fewest
-    assert not math.isfinite(median_sequence([0.5] * (fewest - 1), alpha).low)
-    assert decide(median_sequence([0.5 + 0.01 * i for i in range(fewest)], alpha), 0.03) == "ok"
+    for sequence, n in ((clipped_sequence, fewest), (median_sequence, sign_fewest)):
+        assert not math.isfinite(sequence([0.5] * (n - 1), alpha).low)
+        assert decide(sequence([0.5 + 0.01 * i for i in range(n)], alpha), 0.03) == "ok"
 
 
 def test_decide_and_the_interval_in_ratios():
