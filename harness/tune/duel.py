@@ -90,6 +90,19 @@ def duel(
     )
     decision = got.decision if got.decision in (BETTER, WORSE, ERROR) else UNDECIDED
     reason = got.reason
-    if decision == UNDECIDED and got.interval is not None:
-        reason = "the interval still holds both 1 and a gain worth taking at the budget"
+    if decision == UNDECIDED:
+        reason = undecided_reason(got)
     return Duel(decision, got.interval, len(got.blocks), got.elapsed_s, got.metric, reason)
+
+
+def undecided_reason(got: CellAB) -> str:
+    """Why an A/B that reached its budget decided nothing: an interval that still holds both
+    1 and a gain, or no interval at all (no block measured both sides: nothing was compared)."""
+    measured = sum(1 for b in got.blocks if b.value is not None)
+    if got.interval is None or got.interval.n == 0 or measured == 0:
+        counter = got.metric or "no counter the sides agreed on"
+        return (
+            f"no block of {len(got.blocks)} measured a rate on both sides ({counter}) in {got.elapsed_s:.0f} s: "
+            "nothing was compared"
+        )
+    return "the interval still holds both 1 and a gain worth taking at the budget"
