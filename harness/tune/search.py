@@ -28,6 +28,7 @@ from typing import Any
 from harness.ab.experiment import ABOptions
 from harness.ab.sequential import blocks_to_decide
 from harness.causal.result import CausalOptions
+from harness.errors import UserError
 from harness.model.vocabulary import Vocabulary
 from harness.running.matrix import Cell
 from harness.runs.files import write_json_atomic
@@ -36,7 +37,7 @@ from harness.runs.view import headline_rate
 from harness.tune import workers
 from harness.tune.bottleneck import Limit
 from harness.tune.duel import BETTER, duel
-from harness.tune.evidence import gather
+from harness.tune.evidence import counted, gather, with_startup
 from harness.tune.result import TUNE_JSON, Step, Trial, TuneState, key_of
 from harness.tune.space import Knob, _same, moves_for
 
@@ -59,6 +60,8 @@ class Tuner:
         self._began = time.monotonic() - state.elapsed_s
         self._block_s: list[float] = []
         self._model: Any = None  # the worker axis's USL fit (harness.tune.workers), this session's
+        self._slow_start = False  # the program needed the longer start-up cap (harness.tune.evidence)
+        self._cell_s: float | None = None  # launch to end of the last measured cell, seconds
         self._adds_work = {m.knob for moves in words.relieves.values() for m in moves if m.adds_work}
         if words.workers:
             self._adds_work.add(words.workers)
@@ -146,11 +149,21 @@ class Tuner:
         opts = self.state.options
         return opts.evidence_s + 20.0 + opts.causal_budget_s
 
+    def measured_cell(self, values: dict[str, Any]) -> Cell:
+        """The cell the tune measures (evidence, the worker axis): `--evidence` seconds, with the
+        longer start-up cap once the program has needed it."""
+        cell = replace(self.make_cell(values), duration=self.state.options.evidence_s)
+        return with_startup(cell) if self._slow_start else cell
+
     def evidence(self, step: Step) -> Limit:
         opts = self.state.options
         causal = CausalOptions(budget_s=opts.causal_budget_s, seed=opts.seed) if opts.causal_budget_s > 0 else None
-        cell = replace(self.make_cell(step.incumbent), duration=opts.evidence_s)
+        cell = self.measured_cell(step.incumbent)
         found = gather(cell, self.store, step.index, causal, self.cores, self.announce)
+        self._slow_start = self._slow_start or found.cell.steady_max > cell.steady_max
+        self._cell_s = found.record.number("wall_s") or self._cell_s
+        if step.index == 0 and not counted(found.record):
+            raise UserError(no_rate(found.record, describe(step.incumbent)))
         step.limit = found.limit.to_json()
         step.evidence_s = found.seconds
         step.metric = headline_rate([found.record])
@@ -177,7 +190,8 @@ class Tuner:
         knob = self.worker_knob()
         if knob is None or self.state.scaling is not None:
             return
-        cost = (workers.FIRST_COUNTS + workers.MORE_COUNTS) * workers.REPEATS * (self.state.options.evidence_s + 10)
+        per_cell = max(self.state.options.evidence_s + 10, self._cell_s or 0.0)  # as the incumbent's cell took
+        cost = (workers.FIRST_COUNTS + workers.MORE_COUNTS) * workers.REPEATS * per_cell
         if self.left() - self.final_reserve() < cost + self.duel_time():
             self.state.scaling = {
                 "knob": knob.name,
@@ -186,7 +200,7 @@ class Tuner:
             self.announce(f"  the worker axis: {self.state.scaling['said']}")
             return
         found, rates = workers.model_the_axis(
-            self.make_cell, incumbent, knob, self.store, self.state.options.evidence_s, self.cores, self.announce
+            self.measured_cell, incumbent, knob, self.store, self.state.options.evidence_s, self.cores, self.announce
         )
         self.state.scaling = {"knob": knob.name, "fit": found.to_json(), "rates": rates, "said": workers.said(found)}
         self._model = found
@@ -299,6 +313,17 @@ class Tuner:
                 f"the start stays: the final A/B did not confirm {describe(state.best)} ({got.describe()})"
             )
             state.best = dict(state.start)
+
+
+def no_rate(record: Any, start: str) -> str:
+    """Why a tune cannot begin: its start measured no rate (the cell failed, or its progress
+    was not read), in the record's words."""
+    if not record.ok:
+        why = f"its cell ended {record.status}: {record.reason}"
+    else:
+        said = [w for w in record.warnings if "progress" in w or "throughput" in w]
+        why = said[0] if said else "it counted no progress in its measured window"
+    return f"harness tune compares rates, and the start ({start}) measured none: {why}"
 
 
 def neighbours(knob: Knob, value: Any, no_up: bool) -> list[Any]:
