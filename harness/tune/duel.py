@@ -98,8 +98,7 @@ def duel(
 def undecided_reason(got: CellAB) -> str:
     """Why an A/B that reached its budget decided nothing: an interval that still holds both
     1 and a gain, or no interval at all (no block measured both sides: nothing was compared)."""
-    measured = sum(1 for b in got.blocks if b.value is not None)
-    if got.interval is None or got.interval.n == 0 or measured == 0:
+    if got.interval is None or got.interval.n == 0:
         counter = got.metric or "no counter the sides agreed on"
         return (
             f"no block of {len(got.blocks)} measured a rate on both sides ({counter}) in {got.elapsed_s:.0f} s: "
