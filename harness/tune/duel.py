@@ -12,7 +12,7 @@ single reading: a decision needs the interval, and the interval needs the blocks
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,10 @@ class Duel:
     seconds: float
     metric: str | None
     reason: str
+    block_ratios: list[float | None] = field(
+        default_factory=list
+    )  # each block's challenger / incumbent (None: unmeasured)
+    launch_s: list[float] = field(default_factory=list)  # each launch's seconds to counted work, both sides
 
     def ratio(self) -> tuple[float, float, float] | None:
         return self.interval.ratios() if self.interval is not None and self.interval.n else None
@@ -69,6 +73,8 @@ class Duel:
             "seconds": self.seconds,
             "metric": self.metric,
             "reason": self.reason,
+            "block_ratios": self.block_ratios,
+            "launch_s": self.launch_s,
             "said": self.describe(),
         }
 
@@ -92,7 +98,9 @@ def duel(
     reason = got.reason
     if decision == UNDECIDED:
         reason = undecided_reason(got)
-    return Duel(decision, got.interval, len(got.blocks), got.elapsed_s, got.metric, reason)
+    ratios = [math.exp(b.value) if b.value is not None else None for b in got.blocks]
+    launches = [s for b in got.blocks for s in b.launch_s.values()]
+    return Duel(decision, got.interval, len(got.blocks), got.elapsed_s, got.metric, reason, ratios, launches)
 
 
 def undecided_reason(got: CellAB) -> str:
