@@ -58,7 +58,13 @@ class Tuner:
         self.state, self.make_cell, self.words, self.store = state, make_cell, words, store
         self.cores, self.announce = cores, announce
         self._began = time.monotonic() - state.elapsed_s
-        self._block_s: list[float] = []
+        # seconds per A/B block, measured (those of a resumed tune's trail count too)
+        self._block_s: list[float] = [
+            t.duel["seconds"] / t.duel["block_count"]
+            for s in state.steps
+            for t in s.trials
+            if t.duel and t.duel.get("block_count")
+        ]
         self._model: Any = None  # the worker axis's USL fit (harness.tune.workers), this session's
         self._slow_start = False  # the program needed the longer start-up cap (harness.tune.evidence)
         self._cell_s: float | None = None  # launch to end of the last measured cell, seconds
@@ -113,15 +119,22 @@ class Tuner:
     def search(self) -> str:
         """Steps until no move helps ("converged") or the budget is spent ("budget")."""
         state = self.state
+        resumed = self.unfinished_step()
         while True:
-            if self.left() - self.final_reserve() < self.evidence_time() + self.duel_time():
+            need = self.duel_time() + (0.0 if resumed else self.evidence_time())
+            if self.left() - self.final_reserve() < need:
                 state.conclusion = self.out_of_budget()
                 return "budget"
             incumbent = dict(state.best)
-            step = Step(len(state.steps), incumbent, self.elapsed())
-            state.steps.append(step)
-            self.announce(f"step {step.index}: incumbent {describe(incumbent)}")
-            limit = self.evidence(step)
+            if resumed is not None:
+                step, limit = resumed
+                resumed = None
+                self.announce(f"step {step.index}: incumbent {describe(incumbent)} (resumed: its evidence as gathered)")
+            else:
+                step = Step(len(state.steps), incumbent, self.elapsed())
+                state.steps.append(step)
+                self.announce(f"step {step.index}: incumbent {describe(incumbent)}")
+                limit = self.evidence(step)
             self.model_workers(incumbent)
             trials = self.propose(incumbent, limit, state.steps[-2] if len(state.steps) > 1 else None)
             if not trials:
@@ -144,6 +157,18 @@ class Tuner:
             if step.adopted is None:
                 state.conclusion = f"no move from {describe(incumbent)} was decided better"
                 return "converged"
+
+    def unfinished_step(self) -> tuple[Step, Limit] | None:
+        """The step a Ctrl-C cut short (--resume): its evidence gathered, no move adopted yet.
+        It continues with its own evidence, less the trial whose A/B was cut (no duel: it is
+        proposed again); gathering the same incumbent's evidence again cost C2 a step."""
+        if not self.state.steps:
+            return None
+        last = self.state.steps[-1]
+        if last.adopted is not None or not last.limit or last.incumbent != self.state.best:
+            return None
+        last.trials = [t for t in last.trials if t.duel is not None]
+        return last, Limit.from_json(last.limit)
 
     def evidence_time(self) -> float:
         opts = self.state.options

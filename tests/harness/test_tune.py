@@ -382,3 +382,24 @@ def parse_cell_of_program():
     from harness.running.matrix import Cell
 
     return Cell("command", {"argv": "python t.py"}, 8.0, 0.0, None, 1, 75.0, "c")
+
+
+def test_a_resumed_step_keeps_its_evidence_and_redoes_only_the_cut_ab(tmp_path, monkeypatch):
+    knobs = [parse_knob("slowdown=1,2,4")]
+    t = tuner(knobs, Vocabulary(), {"slowdown": 2}, tmp_path)
+    t.make_cell = lambda values: values
+    step = search_module.Step(0, {"slowdown": 2}, 0.0, limit=read_limit(None, [], {}, 2).to_json())
+    worse = {"decision": WORSE, "seconds": 80.0, "block_count": 4}
+    step.trials += [
+        search_module.Trial("slowdown", 4, "every knob in turn", {"slowdown": 4}, worse),
+        search_module.Trial("slowdown", 1, "every knob in turn", {"slowdown": 1}, None),  # cut by the Ctrl-C
+    ]
+    t.state.steps.append(step)
+    t = Tuner(t.state, lambda values: values, Vocabulary(), t.store, cores=2, announce=lambda _: None)
+    assert t.block_s() == 20.0  # the trail's blocks, not the guess
+    monkeypatch.setattr(search_module, "duel", fake_duel({"1": WORSE}))
+    monkeypatch.setattr(
+        Tuner, "evidence", lambda self, step: pytest.fail("the resumed step's evidence was gathered again")
+    )
+    assert t.search() == "converged"
+    assert len(t.state.steps) == 1 and [(x.value, x.decision) for x in step.trials] == [(4, WORSE), (1, WORSE)]
