@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from harness.causal.result import CausalOptions
@@ -46,6 +47,30 @@ STARTUP_CAP_S = 60.0  # the warm-up's cap for a program that counted nothing in 
 def counted(record: Record) -> bool:
     """Whether the record's measured window holds a rate (its program had started)."""
     return record.ok and headline_rate([record]) is not None
+
+
+def report_gap(run_root: Path, record: Record) -> float | None:
+    """The longest stretch, in seconds, over which the headline counter did not grow inside
+    the record's measured window (its series, runs/series.py's tidy CSV): how far apart the
+    program's progress reports come. None without a rate or a series."""
+    import csv
+
+    metric = headline_rate([record]) if counted(record) else None
+    if metric is None or not record.series:
+        return None
+    counter = metric.removesuffix("_per_s")
+    try:
+        with open(run_root / record.series, newline="") as handle:
+            points = [
+                (float(row["t_s"]), float(row["value"]))
+                for row in csv.DictReader(handle)
+                if row.get("metric") == counter and row.get("phase") in ("measure", "stopped")
+            ]
+    except (OSError, ValueError, KeyError):
+        return None
+    grew = [t for (t, v), (_, before) in zip(points[1:], points, strict=False) if v > before]
+    edges = [points[0][0], *grew, points[-1][0]] if len(points) >= 2 else []
+    return max((b - a for a, b in zip(edges, edges[1:], strict=False)), default=None)
 
 
 def with_startup(cell: Cell) -> Cell:

@@ -50,6 +50,7 @@ class Step:
     rate: float | None = None  # the incumbent's measured headline (one reading, for the record)
     metric: str | None = None
     evidence_s: float = 0.0
+    report_gap_s: float | None = None  # the incumbent's longest gap between progress reports (the A/B's slices)
     trials: list[Trial] = field(default_factory=list)
     adopted: int | None = None  # index of the trial that won
     seconds: float = 0.0

@@ -36,8 +36,8 @@ from harness.runs.store import RunStore
 from harness.runs.view import headline_rate
 from harness.tune import workers
 from harness.tune.bottleneck import Limit
-from harness.tune.duel import BETTER, duel
-from harness.tune.evidence import counted, gather, with_startup
+from harness.tune.duel import BETTER, duel, slicing_for
+from harness.tune.evidence import counted, gather, report_gap, with_startup
 from harness.tune.result import TUNE_JSON, Step, Trial, TuneState, key_of
 from harness.tune.space import Knob, _same, moves_for
 
@@ -158,6 +158,12 @@ class Tuner:
                 state.conclusion = f"no move from {describe(incumbent)} was decided better"
                 return "converged"
 
+    def slicing(self) -> Any:
+        """The A/B's slices: long enough for the widest gap between progress reports any
+        incumbent's evidence showed (both sides of an A/B are sliced alike)."""
+        gaps = [s.report_gap_s for s in self.state.steps if s.report_gap_s is not None]
+        return slicing_for(max(gaps) if gaps else None)
+
     def unfinished_step(self) -> tuple[Step, Limit] | None:
         """The step a Ctrl-C cut short (--resume): its evidence gathered, no move adopted yet.
         It continues with its own evidence, less the trial whose A/B was cut (no duel: it is
@@ -187,6 +193,12 @@ class Tuner:
         found = gather(cell, self.store, step.index, causal, self.cores, self.announce)
         self._slow_start = self._slow_start or found.cell.steady_max > cell.steady_max
         self._cell_s = found.record.number("wall_s") or self._cell_s
+        step.report_gap_s = report_gap(self.store.root, found.record)
+        if slicing_for(step.report_gap_s).slice_s > slicing_for(None).slice_s:
+            self.announce(
+                f"  its progress came up to {step.report_gap_s:.1f} s apart: A/B slices of "
+                f"{slicing_for(step.report_gap_s).slice_s:.1f} s"
+            )
         if step.index == 0 and not counted(found.record):
             raise UserError(no_rate(found.record, describe(step.incumbent)))
         step.limit = found.limit.to_json()
@@ -237,7 +249,7 @@ class Tuner:
         trial.started_s = self.elapsed()
         step.trials.append(trial)
         self.announce(f"  try {trial.knob}={trial.value} ({trial.why})")
-        ab = ABOptions(alpha=opts.step_alpha, budget_s=budget, seed=opts.seed)
+        ab = ABOptions(alpha=opts.step_alpha, budget_s=budget, seed=opts.seed, slicing=self.slicing())
         got = duel(
             self.make_cell(step.incumbent), self.make_cell(trial.params), self.store.root, ab, opts.min_gain, self.words
         )
@@ -316,7 +328,9 @@ class Tuner:
         if budget < need:
             budget = need  # the final A/B is the tune's answer: it gets the blocks it needs to decide at all
         self.announce(f"final A/B: {describe(state.best)} against the start {describe(state.start)}")
-        ab = ABOptions(alpha=state.options.final_alpha, budget_s=budget, seed=state.options.seed)
+        ab = ABOptions(
+            alpha=state.options.final_alpha, budget_s=budget, seed=state.options.seed, slicing=self.slicing()
+        )
         got = duel(
             self.make_cell(state.start),
             self.make_cell(state.best),
