@@ -407,7 +407,7 @@ def test_a_resumed_step_keeps_its_evidence_and_redoes_only_the_cut_ab(tmp_path, 
 
 def test_a_program_whose_progress_comes_in_bursts_gets_slices_that_span_them(tmp_path):
     from harness.ab.slicing import SliceOptions
-    from harness.tune.duel import MAX_SLICE_S, SLICE_CYCLES, slicing_for
+    from harness.tune.duel import MAX_SLICE_S, SAMPLE_S, SLICE_CYCLES, slicing_for
     from harness.tune.evidence import report_gap
 
     # CleanRL's C1 evidence cell, as its series has it: global_step flat for 3.2 s while it learned
@@ -420,7 +420,8 @@ def test_a_program_whose_progress_comes_in_bursts_gets_slices_that_span_them(tmp
     rec.metrics["global_step_per_s"] = rec.metrics.pop("steps_per_s")
     rec.series = "series/c-0.csv"
     assert report_gap(tmp_path, rec) == pytest.approx(38.42 - 35.25)
-    assert slicing_for(3.17).slice_s == pytest.approx(SLICE_CYCLES * 3.17) and slicing_for(30).slice_s == MAX_SLICE_S
+    assert slicing_for(1.2).slice_s == pytest.approx(SLICE_CYCLES * (1.2 + SAMPLE_S))
+    assert slicing_for(3.17).slice_s == slicing_for(30).slice_s == MAX_SLICE_S
     assert slicing_for(3.17).max_slice_s > slicing_for(3.17).slice_s
-    assert slicing_for(0.4) == slicing_for(None) == SliceOptions()  # a program that reports often: the A/B's own
+    assert slicing_for(0.9) == slicing_for(None) == SliceOptions()  # a program that reports often: the A/B's own
     assert report_gap(tmp_path, record(None)) is None
