@@ -363,22 +363,30 @@ class Instance:
         self.signal(signal.SIGCONT)
         self.stopped = False
 
-    def wait_started(self, timeout_s: float, poll_s: float) -> float:
-        """Run alone until the cell's probe writes its first sample (its workload has
-        started; what is left of its start-up falls in the discarded warm-up pairs);
-        returns the seconds it took."""
+    def counted(self) -> bool:
+        """Whether the cell has counted any work yet (a sample with a counter above zero)."""
+        return any(v > 0 for s in self.samples for v in s.counters.values())
+
+    def wait_started(self, timeout_s: float, poll_s: float, counted: bool = False) -> float:
+        """Run alone until the cell's probe writes its first sample, or with `counted` until
+        it has counted work (its workload has started; what is left of its warm-up falls in
+        the discarded warm-up pairs); returns the seconds it took. The A/B's blocks need
+        `counted`: a user's program's probe writes samples from its launch, while its imports
+        and envs may take tens of seconds before its first progress line (rl_zoo3 took 30 s
+        on the loaded VM), and a block's slices ran out before it printed one. (The causal
+        experiment waits for counts itself, and may count system calls instead.)"""
         started = time.monotonic()
         while True:
             self.read()
-            if self.samples:
+            if self.counted() if counted else self.samples:
                 return time.monotonic() - started
             reason = self.failure()
             if reason is not None:
                 raise CellFailed(reason, self.side.name)
             if time.monotonic() - started > timeout_s:
+                said = "counted no work" if self.samples else "wrote no sample"
                 raise CellFailed(
-                    f"{self.side.name} ({self.side.describe()}): its probe wrote no sample within {timeout_s:g} s "
-                    "of its start",
+                    f"{self.side.name} ({self.side.describe()}): its probe {said} within {timeout_s:g} s of its start",
                     self.side.name,
                 )
             interrupts.check()
@@ -468,7 +476,7 @@ class Slicer:
                 )  # fmt: skip
                 self.live.append(inst)
                 instances[name] = inst
-                block.launch_s[name] = inst.wait_started(self.opts.start_timeout_s, self.opts.poll_s)
+                block.launch_s[name] = inst.wait_started(self.opts.start_timeout_s, self.opts.poll_s, counted=True)
                 inst.stop()
                 inst.wait_stopped()
             total = self.opts.warmup_pairs + (pairs or self.opts.pairs or 2)

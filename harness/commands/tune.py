@@ -119,7 +119,7 @@ def starting_values(knobs: list[Any], model: type, sets: dict[str, str]) -> tupl
     fields = getattr(model, "model_fields", {})
     for knob in knobs:
         if knob.name in sets:
-            start[knob.name] = sets[knob.name]
+            start[knob.name] = knob.typed(sets[knob.name])
         elif knob.name in fields and not fields[knob.name].is_required():
             start[knob.name] = fields[knob.name].default
         else:
@@ -168,7 +168,7 @@ def main(
         if state.program is not None:
             from harness.commands.program import Program as ProgramOf
 
-            prog = ProgramOf(state.program)
+            prog = ProgramOf(state.program, tuple(state.progress), tuple(state.progress_files))
         base = overrides_for(None if prog else state.suite, state.fixed, prog, "tune")
     else:
         if suite is None and program is None:
@@ -195,6 +195,8 @@ def main(
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         state = TuneState(suite_name, fixed, knobs, start, opts, program=list(program.argv) if program else None)
+        if program is not None:
+            state.progress, state.progress_files = list(program.progress), list(program.progress_files)
         meta = {**metadata.collect(sys.argv), "label": f"tune-{suite_name}", "started": utc_now(), "kind": "tune"}
         store = RunStore.create(out, f"tune-{suite_name}", meta)
     make_cell = cell_maker(base)

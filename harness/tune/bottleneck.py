@@ -54,6 +54,14 @@ class Limit:
             parts.append(f"the machine: {self.busy_cores:.1f} of {self.cores} cores busy, no group critical")
         return "; ".join(parts) or "nothing identified"
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Limit:
+        """A Limit as to_json() wrote it (a resumed step's)."""
+        return cls(
+            list(data.get("groups") or []), list(data.get("symptoms") or []), bool(data.get("saturated")),
+            data.get("busy_cores"), data.get("cores"), list(data.get("notes") or []),
+        )  # fmt: skip
+
     def to_json(self) -> dict[str, Any]:
         return {
             "groups": self.groups,

@@ -4,21 +4,29 @@ a causal experiment on the same params (which group of processes limits it).
 
 Both run the incumbent as the user would, in fresh processes of their own; nothing here
 compares settings (that is the A/B's job, harness.tune.duel), it only says where to look.
+
+A cell's automatic warm-up ends at its cap (10 s) even when nothing was counted yet, so a
+program that takes longer to print its first progress (rl_zoo3's imports and env processes
+took 30 s on the loaded VM) closed its measured window before its start-up ended: a window
+of start-up, no rate, and findings about imports. Such a cell is measured once more with
+the cap at STARTUP_CAP_S, which the tune then keeps for every cell it measures; a window that
+still counts nothing gives no findings (they would be the start-up's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from harness.causal.result import CausalOptions
 from harness.diagnosis import diagnose
-from harness.running.matrix import Cell
+from harness.running.matrix import DEFAULT_DEADLINE_SLACK_S, Cell
 from harness.running.runner import CellRunner
 from harness.runs.record import Record
 from harness.runs.store import RunStore
-from harness.runs.view import build_view
+from harness.runs.view import build_view, headline_rate
 from harness.tune.bottleneck import Limit, read_limit
 
 
@@ -30,6 +38,46 @@ class Evidence:
     causal_error: str | None
     limit: Limit
     seconds: float
+    cell: Cell  # as measured: with the longer start-up cap when the first window counted nothing
+
+
+STARTUP_CAP_S = 60.0  # the warm-up's cap for a program that counted nothing in its first window
+
+
+def counted(record: Record) -> bool:
+    """Whether the record's measured window holds a rate (its program had started)."""
+    return record.ok and headline_rate([record]) is not None
+
+
+def report_gap(run_root: Path, record: Record) -> float | None:
+    """The longest stretch, in seconds, over which the headline counter did not grow inside
+    the record's measured window (its series, runs/series.py's tidy CSV): how far apart the
+    program's progress reports come. None without a rate or a series."""
+    import csv
+
+    metric = headline_rate([record]) if counted(record) else None
+    if metric is None or not record.series:
+        return None
+    counter = metric.removesuffix("_per_s")
+    try:
+        with open(run_root / record.series, newline="") as handle:
+            points = [
+                (float(row["t_s"]), float(row["value"]))
+                for row in csv.DictReader(handle)
+                if row.get("metric") == counter and row.get("phase") in ("measure", "stopped")
+            ]
+    except (OSError, ValueError, KeyError):
+        return None
+    grew = [t for (t, v), (_, before) in zip(points[1:], points, strict=False) if v > before]
+    edges = [points[0][0], *grew, points[-1][0]] if len(points) >= 2 else []
+    return max((b - a for a, b in zip(edges, edges[1:], strict=False)), default=None)
+
+
+def with_startup(cell: Cell) -> Cell:
+    """`cell` with its automatic warm-up allowed STARTUP_CAP_S (and its deadline moved with it)."""
+    cap = max(cell.steady_max, STARTUP_CAP_S)
+    timeout = max(cell.timeout, (cell.duration or 0.0) + cap + DEFAULT_DEADLINE_SLACK_S)
+    return replace(cell, steady_max=cap, timeout=timeout)
 
 
 def gather(
@@ -55,8 +103,16 @@ def gather(
     measured = replace(cell, repeats=1)
     record = CellRunner(store).run(measured, step)
     store.append(record)
+    if record.ok and not counted(record) and measured.steady_max < STARTUP_CAP_S:
+        announce(
+            f"  the incumbent counted nothing in its window ({record.number('wall_s') or 0:.0f} s from its launch): "
+            f"measured again with up to {STARTUP_CAP_S:g} s for its start-up"
+        )
+        measured = with_startup(measured)
+        record = CellRunner(store).run(measured, step)
+        store.append(record)
     view = build_view([record], store.meta())
-    findings = [f.to_json() for f in diagnose(view)] if record.ok else []
+    findings = [f.to_json() for f in diagnose(view)] if counted(record) else []
     document, error = None, None
     if causal is not None and record.ok:
         announce(f"  causal experiment on the incumbent ({causal.budget_s:g} s at most)")
@@ -74,4 +130,10 @@ def gather(
         limit.notes.append(f"the causal experiment failed: {error}")
     if not record.ok:
         limit.notes.append(f"the incumbent's cell did not finish ok ({record.status}: {record.reason})")
-    return Evidence(record, findings, document, error, limit, time.monotonic() - started)
+    elif not counted(record):
+        limit.notes.append(
+            "the incumbent's cell counted no progress in its window: no findings (they would be of its start-up)"
+        )
+    return Evidence(
+        record, findings, document, error, limit, time.monotonic() - started, replace(measured, repeats=cell.repeats)
+    )

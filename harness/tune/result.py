@@ -50,6 +50,7 @@ class Step:
     rate: float | None = None  # the incumbent's measured headline (one reading, for the record)
     metric: str | None = None
     evidence_s: float = 0.0
+    report_gap_s: float | None = None  # the incumbent's longest gap between progress reports (the A/B's slices)
     trials: list[Trial] = field(default_factory=list)
     adopted: int | None = None  # index of the trial that won
     seconds: float = 0.0
@@ -63,6 +64,8 @@ class TuneState:
     start: dict[str, Any]  # the knobs' starting values
     options: TuneOptions
     program: list[str] | None = None  # a -- CMD program's argv, placeholders unfilled
+    progress: list[str] = field(default_factory=list)  # its --progress patterns (--resume reads them again)
+    progress_files: list[str] = field(default_factory=list)  # its --progress-file globs
     best: dict[str, Any] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
     elapsed_s: float = 0.0  # spent before this session (--resume) and in it
@@ -87,7 +90,7 @@ class TuneState:
 
     def spec_snippet(self) -> str:
         """The winning settings as a sweep spec's matrix entry."""
-        params = ", ".join(f"{k} = {_toml(v)}" for k, v in self.settings().items())
+        params = ", ".join(f"{k} = {_toml(v)}" for k, v in {**self.settings(), **self._reads()}.items())
         if self.program is not None:
             return (
                 f'command = {_toml(shlex.join(self.program))}\n\n[[matrix]]\nsuite = "command"\nparams = {{ {params} }}'
@@ -98,8 +101,19 @@ class TuneState:
         """The winning settings as a harness command line (a sweep of that one cell)."""
         sets = " ".join(f"--set {shlex.quote(f'{k}={v}')}" for k, v in self.settings().items() if k != "argv")
         if self.program is not None:
-            return f"harness sweep {sets} -- {shlex.join(self.program)}".replace("  ", " ")
+            reads = [f"--progress {shlex.quote(p)}" for p in self.progress]
+            reads += [f"--progress-file {shlex.quote(g)}" for g in self.progress_files]
+            return " ".join(p for p in ["harness sweep", sets, *reads, "--", shlex.join(self.program)] if p)
         return f"harness sweep --suite {self.suite} {sets}".rstrip()
+
+    def _reads(self) -> dict[str, str]:
+        """A program's progress patterns and files as the command suite's params."""
+        out = {}
+        if self.progress:
+            out["progress"] = "\n".join(self.progress)
+        if self.progress_files:
+            out["progress_files"] = "\n".join(self.progress_files)
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,6 +125,8 @@ class TuneState:
             "best": self.best,
             "options": asdict(self.options),
             "program": self.program,
+            "progress": self.progress,
+            "progress_files": self.progress_files,
             "steps": [asdict(s) for s in self.steps],
             "elapsed_s": self.elapsed_s,
             "final": self.final,
@@ -134,7 +150,8 @@ class TuneState:
             steps.append(Step(**s, trials=trials))
         return cls(
             suite=data["suite"], fixed=data["fixed"], knobs=knobs, start=data["start"],
-            options=TuneOptions(**data["options"]), program=data.get("program"), best=data["best"], steps=steps,
+            options=TuneOptions(**data["options"]), program=data.get("program"), progress=data.get("progress") or [],
+            progress_files=data.get("progress_files") or [], best=data["best"], steps=steps,
             elapsed_s=data.get("elapsed_s", 0.0), final=data.get("final"), state=data.get("state", "running"),
             ended_by=data.get("ended_by", ""),
             conclusion=data.get("conclusion", ""), machine_limit=data.get("machine_limit"), scaling=data.get("scaling"),

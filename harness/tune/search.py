@@ -28,6 +28,7 @@ from typing import Any
 from harness.ab.experiment import ABOptions
 from harness.ab.sequential import blocks_to_decide
 from harness.causal.result import CausalOptions
+from harness.errors import UserError
 from harness.model.vocabulary import Vocabulary
 from harness.running.matrix import Cell
 from harness.runs.files import write_json_atomic
@@ -35,8 +36,8 @@ from harness.runs.store import RunStore
 from harness.runs.view import headline_rate
 from harness.tune import workers
 from harness.tune.bottleneck import Limit
-from harness.tune.duel import BETTER, duel
-from harness.tune.evidence import gather
+from harness.tune.duel import BETTER, duel, slicing_for
+from harness.tune.evidence import counted, gather, report_gap, with_startup
 from harness.tune.result import TUNE_JSON, Step, Trial, TuneState, key_of
 from harness.tune.space import Knob, _same, moves_for
 
@@ -57,8 +58,16 @@ class Tuner:
         self.state, self.make_cell, self.words, self.store = state, make_cell, words, store
         self.cores, self.announce = cores, announce
         self._began = time.monotonic() - state.elapsed_s
-        self._block_s: list[float] = []
+        # seconds per A/B block, measured (those of a resumed tune's trail count too)
+        self._block_s: list[float] = [
+            t.duel["seconds"] / t.duel["block_count"]
+            for s in state.steps
+            for t in s.trials
+            if t.duel and t.duel.get("block_count")
+        ]
         self._model: Any = None  # the worker axis's USL fit (harness.tune.workers), this session's
+        self._slow_start = False  # the program needed the longer start-up cap (harness.tune.evidence)
+        self._cell_s: float | None = None  # launch to end of the last measured cell, seconds
         self._adds_work = {m.knob for moves in words.relieves.values() for m in moves if m.adds_work}
         if words.workers:
             self._adds_work.add(words.workers)
@@ -110,15 +119,22 @@ class Tuner:
     def search(self) -> str:
         """Steps until no move helps ("converged") or the budget is spent ("budget")."""
         state = self.state
+        resumed = self.unfinished_step()
         while True:
-            if self.left() - self.final_reserve() < self.evidence_time() + self.duel_time():
+            need = self.duel_time() + (0.0 if resumed else self.evidence_time())
+            if self.left() - self.final_reserve() < need:
                 state.conclusion = self.out_of_budget()
                 return "budget"
             incumbent = dict(state.best)
-            step = Step(len(state.steps), incumbent, self.elapsed())
-            state.steps.append(step)
-            self.announce(f"step {step.index}: incumbent {describe(incumbent)}")
-            limit = self.evidence(step)
+            if resumed is not None:
+                step, limit = resumed
+                resumed = None
+                self.announce(f"step {step.index}: incumbent {describe(incumbent)} (resumed: its evidence as gathered)")
+            else:
+                step = Step(len(state.steps), incumbent, self.elapsed())
+                state.steps.append(step)
+                self.announce(f"step {step.index}: incumbent {describe(incumbent)}")
+                limit = self.evidence(step)
             self.model_workers(incumbent)
             trials = self.propose(incumbent, limit, state.steps[-2] if len(state.steps) > 1 else None)
             if not trials:
@@ -142,15 +158,49 @@ class Tuner:
                 state.conclusion = f"no move from {describe(incumbent)} was decided better"
                 return "converged"
 
+    def slicing(self) -> Any:
+        """The A/B's slices: long enough for the widest gap between progress reports any
+        incumbent's evidence showed (both sides of an A/B are sliced alike)."""
+        gaps = [s.report_gap_s for s in self.state.steps if s.report_gap_s is not None]
+        return slicing_for(max(gaps) if gaps else None)
+
+    def unfinished_step(self) -> tuple[Step, Limit] | None:
+        """The step a Ctrl-C cut short (--resume): its evidence gathered, no move adopted yet.
+        It continues with its own evidence, less the trial whose A/B was cut (no duel: it is
+        proposed again); gathering the same incumbent's evidence again cost C2 a step."""
+        if not self.state.steps:
+            return None
+        last = self.state.steps[-1]
+        if last.adopted is not None or not last.limit or last.incumbent != self.state.best:
+            return None
+        last.trials = [t for t in last.trials if t.duel is not None]
+        return last, Limit.from_json(last.limit)
+
     def evidence_time(self) -> float:
         opts = self.state.options
         return opts.evidence_s + 20.0 + opts.causal_budget_s
 
+    def measured_cell(self, values: dict[str, Any]) -> Cell:
+        """The cell the tune measures (evidence, the worker axis): `--evidence` seconds, with the
+        longer start-up cap once the program has needed it."""
+        cell = replace(self.make_cell(values), duration=self.state.options.evidence_s)
+        return with_startup(cell) if self._slow_start else cell
+
     def evidence(self, step: Step) -> Limit:
         opts = self.state.options
         causal = CausalOptions(budget_s=opts.causal_budget_s, seed=opts.seed) if opts.causal_budget_s > 0 else None
-        cell = replace(self.make_cell(step.incumbent), duration=opts.evidence_s)
+        cell = self.measured_cell(step.incumbent)
         found = gather(cell, self.store, step.index, causal, self.cores, self.announce)
+        self._slow_start = self._slow_start or found.cell.steady_max > cell.steady_max
+        self._cell_s = found.record.number("wall_s") or self._cell_s
+        step.report_gap_s = report_gap(self.store.root, found.record)
+        if slicing_for(step.report_gap_s).slice_s > slicing_for(None).slice_s:
+            self.announce(
+                f"  its progress came up to {step.report_gap_s:.1f} s apart: A/B slices of "
+                f"{slicing_for(step.report_gap_s).slice_s:.1f} s"
+            )
+        if step.index == 0 and not counted(found.record):
+            raise UserError(no_rate(found.record, describe(step.incumbent)))
         step.limit = found.limit.to_json()
         step.evidence_s = found.seconds
         step.metric = headline_rate([found.record])
@@ -177,7 +227,8 @@ class Tuner:
         knob = self.worker_knob()
         if knob is None or self.state.scaling is not None:
             return
-        cost = (workers.FIRST_COUNTS + workers.MORE_COUNTS) * workers.REPEATS * (self.state.options.evidence_s + 10)
+        per_cell = max(self.state.options.evidence_s + 10, self._cell_s or 0.0)  # as the incumbent's cell took
+        cost = (workers.FIRST_COUNTS + workers.MORE_COUNTS) * workers.REPEATS * per_cell
         if self.left() - self.final_reserve() < cost + self.duel_time():
             self.state.scaling = {
                 "knob": knob.name,
@@ -186,7 +237,7 @@ class Tuner:
             self.announce(f"  the worker axis: {self.state.scaling['said']}")
             return
         found, rates = workers.model_the_axis(
-            self.make_cell, incumbent, knob, self.store, self.state.options.evidence_s, self.cores, self.announce
+            self.measured_cell, incumbent, knob, self.store, self.state.options.evidence_s, self.cores, self.announce
         )
         self.state.scaling = {"knob": knob.name, "fit": found.to_json(), "rates": rates, "said": workers.said(found)}
         self._model = found
@@ -198,7 +249,7 @@ class Tuner:
         trial.started_s = self.elapsed()
         step.trials.append(trial)
         self.announce(f"  try {trial.knob}={trial.value} ({trial.why})")
-        ab = ABOptions(alpha=opts.step_alpha, budget_s=budget, seed=opts.seed)
+        ab = ABOptions(alpha=opts.step_alpha, budget_s=budget, seed=opts.seed, slicing=self.slicing())
         got = duel(
             self.make_cell(step.incumbent), self.make_cell(trial.params), self.store.root, ab, opts.min_gain, self.words
         )
@@ -277,7 +328,9 @@ class Tuner:
         if budget < need:
             budget = need  # the final A/B is the tune's answer: it gets the blocks it needs to decide at all
         self.announce(f"final A/B: {describe(state.best)} against the start {describe(state.start)}")
-        ab = ABOptions(alpha=state.options.final_alpha, budget_s=budget, seed=state.options.seed)
+        ab = ABOptions(
+            alpha=state.options.final_alpha, budget_s=budget, seed=state.options.seed, slicing=self.slicing()
+        )
         got = duel(
             self.make_cell(state.start),
             self.make_cell(state.best),
@@ -299,6 +352,17 @@ class Tuner:
                 f"the start stays: the final A/B did not confirm {describe(state.best)} ({got.describe()})"
             )
             state.best = dict(state.start)
+
+
+def no_rate(record: Any, start: str) -> str:
+    """Why a tune cannot begin: its start measured no rate (the cell failed, or its progress
+    was not read), in the record's words."""
+    if not record.ok:
+        why = f"its cell ended {record.status}: {record.reason}"
+    else:
+        said = [w for w in record.warnings if "progress" in w or "throughput" in w]
+        why = said[0] if said else "it counted no progress in its measured window"
+    return f"harness tune compares rates, and the start ({start}) measured none: {why}"
 
 
 def neighbours(knob: Knob, value: Any, no_up: bool) -> list[Any]:

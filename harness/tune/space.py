@@ -44,6 +44,16 @@ class Knob:
                 return i
         return None
 
+    def typed(self, value: Any) -> Any:
+        """`value` (a --set's text) as the knob's values are typed: the value it matches, else
+        a number for an ordered knob. A program's placeholders are not typed by its suite's
+        params, so `--set steps=32` stayed the text "32" (a TOML string in the winner's spec)."""
+        at = self.index(value)
+        if at is not None:
+            return self.values[at]
+        number = _number(str(value)) if self.ordered else None
+        return value if number is None else number
+
     def step(self, value: Any, toward: str, stride: int = 1) -> Any | None:
         """The value `stride` places up or down from `value` (from outside the range: its
         nearest value that way is the first place); None past the range's end."""

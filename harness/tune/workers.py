@@ -54,17 +54,19 @@ def measure(
     rates: dict[int, list[float]],
     announce: Callable[[str], None],
 ) -> None:
-    """Each count's REPEATS measured cells into `rates` (count -> its rates)."""
+    """Each count's REPEATS measured cells into `rates` (count -> its rates; a count whose
+    cells gave none is there with an empty list: measured, not to be measured again)."""
     for count in counts:
         cell = replace(make_cell({**incumbent, knob.name: count}), duration=duration, repeats=REPEATS)
         runner = CellRunner(store)
+        rates.setdefault(int(count), [])
         for repeat in range(REPEATS):
             record = runner.run(cell, repeat)
             store.append(record)
             metric = headline_rate([record]) if record.ok else None
             value = record.number(metric) if metric else None
             if value is not None and value > 0:
-                rates.setdefault(int(count), []).append(float(value))
+                rates[int(count)].append(float(value))
         announce(f"    {knob.name}={count}: {', '.join(f'{v:.4g}' for v in rates.get(int(count), [])) or 'no rate'}")
 
 
@@ -82,21 +84,26 @@ def model_the_axis(
     counts = first_counts(knob, incumbent[knob.name])
     announce(f"  the worker axis: {knob.name} at {', '.join(map(str, counts))}, {REPEATS} repeats each")
     measure(make_cell, incumbent, knob, counts, store, duration, rates, announce)
-    found = usl.fit(rates, cores=cores)
+    found = usl.fit(with_rates(rates), cores=cores)
     for _ in range(MORE_COUNTS):
         left = [int(v) for v in knob.values if int(v) not in rates]
-        if not left:
-            break
+        if not left or len(with_rates(rates)) < len(rates) / 2:
+            break  # every count measured, or most gave no rate: more cells would not fit a curve
         where = found.least_certain(left)
         announce(f"  the model is least certain at {knob.name}={where}")
         measure(make_cell, incumbent, knob, [where], store, duration, rates, announce)
-        found = usl.fit(rates, cores=cores)
-    return found, rates
+        found = usl.fit(with_rates(rates), cores=cores)
+    return found, with_rates(rates)
+
+
+def with_rates(rates: dict[int, list[float]]) -> dict[int, list[float]]:
+    """The counts that gave a rate (the fit's input)."""
+    return {count: values for count, values in rates.items() if values}
 
 
 def said(found: usl.UslFit) -> str:
     if not found.ok:
-        return f"the USL {found.status}: {found.reason}"
+        return f"no USL fit ({found.status}): {found.reason}"
     assert found.sigma is not None and found.kappa is not None
     text = f"sigma {interval(found.sigma)}, kappa {interval(found.kappa)}"
     if found.peak is not None:

@@ -180,7 +180,9 @@ def test_a_final_ab_that_does_not_confirm_keeps_the_start(tmp_path, monkeypatch)
 def test_the_state_survives_its_json(tmp_path):
     state = TuneState("synthetic", {"kind": "spin"}, [parse_knob("slowdown=1,2,4")], {"slowdown": 4}, TuneOptions())
     state.steps.append(search_module.Step(0, {"slowdown": 4}, 0.0))
-    state.steps[0].trials.append(search_module.Trial("slowdown", 2, "every knob in turn", {"slowdown": 2}, {"decision": "better"}))
+    state.steps[0].trials.append(
+        search_module.Trial("slowdown", 2, "every knob in turn", {"slowdown": 2}, {"decision": "better"})
+    )
     again = TuneState.from_json(json.loads(json.dumps(state.to_json())))
     assert again.to_json() == state.to_json()
     assert again.tried() == {"slowdown=2"}
@@ -235,7 +237,9 @@ def test_the_model_proposes_its_peak_and_says_so():
     from harness.analysis import usl
     from harness.tune.workers import proposal
 
-    rates = {n: [10 * n / (1 + 0.05 * (n - 1) + 0.02 * n * (n - 1)) * f for f in (0.98, 1.02)] for n in (1, 2, 4, 8, 16)}
+    rates = {
+        n: [10 * n / (1 + 0.05 * (n - 1) + 0.02 * n * (n - 1)) * f for f in (0.98, 1.02)] for n in (1, 2, 4, 8, 16)
+    }
     found = usl.fit(rates)
     knob = parse_knob("workers=1..16:log")
     value, why = proposal(found, knob, 1)
@@ -244,3 +248,180 @@ def test_the_model_proposes_its_peak_and_says_so():
     flat = usl.fit({n: [10 * n * f for f in (0.98, 1.02)] for n in (1, 2, 4, 8)})
     value, why = proposal(flat, parse_knob("workers=1..8:log"), 2)
     assert value == 8 and "no peak" in why
+
+
+# ------------------------------------------------------------------ a program's tune (-- CMD): what real ones taught
+
+
+def test_a_programs_set_start_is_typed_as_its_knob(tmp_path):
+    from harness.commands.tune import starting_values
+    from harness.program import Params
+
+    knobs = [parse_knob("steps=16..256:log"), parse_knob("mode=fast,slow")]
+    start, notes = starting_values(knobs, Params, {"steps": "32", "mode": "slow"})
+    assert start == {"steps": 32, "mode": "slow"} and isinstance(start["steps"], int) and not notes
+    assert parse_knob("lr=0.5,1,2").typed("1.5") == 1.5  # outside the range: still a number
+    state = TuneState("command", {}, knobs, start, TuneOptions(), program=["python", "t.py", "{steps}"])
+    assert "steps = 32" in state.spec_snippet()  # a TOML number, not the text "32"
+
+
+def test_a_programs_progress_patterns_survive_resume_and_reach_the_winners_command(tmp_path):
+    state = TuneState(
+        "command", {}, [parse_knob("envs=1..4:log")], {"envs": 1}, TuneOptions(), program=["python", "t.py", "{envs}"]
+    )
+    state.progress, state.progress_files = ["frames=After (?P<frames>\\d+)  frames"], ["runs/**"]
+    again = TuneState.from_json(json.loads(json.dumps(state.to_json())))
+    assert again.progress == state.progress and again.progress_files == ["runs/**"]
+    line = again.command_line()
+    assert line == (
+        "harness sweep --set envs=1 --progress 'frames=After (?P<frames>\\d+)  frames' --progress-file 'runs/**' "
+        "-- python t.py '{envs}'"
+    )  # the pattern's double space kept
+    assert 'progress_files = "runs/**"' in again.spec_snippet()
+
+
+def test_an_ab_that_measured_nothing_says_so():
+    from harness.ab.experiment import CellAB
+    from harness.ab.slicing import Block
+    from harness.tune.duel import undecided_reason
+
+    got = CellAB(cell=None, label="x", blocks=[Block(i) for i in range(3)], elapsed_s=40.0)  # type: ignore[arg-type]
+    assert undecided_reason(got).startswith("no block of 3 measured a rate on both sides")
+    got.interval, got.metric = Interval(4, 0.01, -0.1, 0.2), "frames_per_s"
+    assert "still holds both 1 and a gain" in undecided_reason(got)
+
+
+def test_an_ab_launch_waits_for_counted_work_not_the_first_sample(monkeypatch):
+    from harness.ab.slicing import Instance, Sample
+
+    inst = Instance.__new__(Instance)  # no process: its stream is fed by hand
+    arriving = [[Sample(0.1, {}, 0.0)], [Sample(1.1, {"steps": 0.0}, 0.0)], [Sample(2.1, {"steps": 64.0}, 0.0)]]
+    inst.samples = []
+
+    def read():
+        new = arriving.pop(0) if arriving else []
+        inst.samples += new
+        return new
+
+    monkeypatch.setattr(inst, "read", read)
+    monkeypatch.setattr(inst, "failure", lambda: None)
+    inst.wait_started(5.0, 0.0, counted=True)
+    assert not arriving and inst.counted()  # it read on until the third sample, the first with a count
+    arriving[:] = [[Sample(0.1, {}, 0.0)]]
+    inst.samples = []
+    inst.wait_started(5.0, 0.0)  # the causal experiment's: the first sample
+    assert inst.samples and not inst.counted()
+
+
+def test_the_worker_axis_measures_a_count_once_and_stops_when_most_give_no_rate(monkeypatch, tmp_path):
+    from harness.tune import workers
+
+    measured: list[int] = []
+
+    def fake_measure(make_cell, incumbent, knob, counts, store, duration, rates, announce):
+        for count in counts:
+            measured.append(int(count))
+            rates.setdefault(int(count), [])
+            if count == 1:  # only one count ever prints progress in its window
+                rates[1] += [10.0, 11.0]
+
+    monkeypatch.setattr(workers, "measure", fake_measure)
+    found, rates = workers.model_the_axis(
+        None, {"workers": 1}, parse_knob("workers=1..32:log"), None, 1.0, 2, lambda _: None
+    )  # type: ignore[arg-type]
+    assert len(measured) == len(set(measured)) == workers.FIRST_COUNTS  # none again, none more
+    assert rates == {1: [10.0, 11.0]} and not found.ok and workers.said(found).startswith("no USL fit")
+
+
+def record(rate: float | None, status: str = "ok", warnings: list[str] | None = None):
+    from harness.runs.record import Record
+
+    metrics = {"wall_s": 18.0, **({"steps_per_s": rate} if rate is not None else {})}
+    return Record("c", "command", {}, 0, status, metrics=metrics, warnings=warnings or [])
+
+
+def test_a_program_that_counted_nothing_is_measured_again_with_time_to_start(monkeypatch, tmp_path):
+    from harness.runs.store import RunStore
+    from harness.tune import evidence
+    from harness.tune.search import Tuner
+
+    ran = []
+
+    class Runner:
+        def __init__(self, store):
+            pass
+
+        def run(self, cell, repeat):
+            ran.append(cell)
+            return record(None if len(ran) == 1 else 25.0)
+
+    monkeypatch.setattr(evidence, "CellRunner", Runner)
+    store = RunStore.create(tmp_path, "tune", {})
+    cell = parse_cell_of_program()
+    found = evidence.gather(cell, store, 0, None, 2, lambda _: None)
+    assert [c.steady_max for c in ran] == [cell.steady_max, evidence.STARTUP_CAP_S]
+    assert ran[1].timeout >= ran[1].duration + evidence.STARTUP_CAP_S and found.cell.steady_max == 60.0
+    assert evidence.counted(found.record)
+
+    state = TuneState("command", {}, [parse_knob("envs=1,2")], {"envs": 1}, TuneOptions(causal_budget_s=0))
+    tuner = Tuner(state, lambda values: cell, Vocabulary(), store, cores=2, announce=lambda _: None)
+    state.steps.append(search_module.Step(0, {"envs": 1}, 0.0))
+    monkeypatch.setattr(
+        search_module,
+        "gather",
+        lambda *a, **k: evidence.Evidence(
+            record(None, warnings=["no progress counter recognised in 17 lines of output: say where"]),
+            [], None, None, read_limit(None, [], {}, 2), 1.0, cell,
+        ),
+    )  # fmt: skip
+    with pytest.raises(UserError, match=r"the start \(envs=1\) measured none: no progress counter recognised"):
+        tuner.evidence(state.steps[0])
+
+
+def parse_cell_of_program():
+    from harness.running.matrix import Cell
+
+    return Cell("command", {"argv": "python t.py"}, 8.0, 0.0, None, 1, 75.0, "c")
+
+
+def test_a_resumed_step_keeps_its_evidence_and_redoes_only_the_cut_ab(tmp_path, monkeypatch):
+    knobs = [parse_knob("slowdown=1,2,4")]
+    t = tuner(knobs, Vocabulary(), {"slowdown": 2}, tmp_path)
+    t.make_cell = lambda values: values
+    step = search_module.Step(0, {"slowdown": 2}, 0.0, limit=read_limit(None, [], {}, 2).to_json())
+    worse = {"decision": WORSE, "seconds": 80.0, "block_count": 4}
+    step.trials += [
+        search_module.Trial("slowdown", 4, "every knob in turn", {"slowdown": 4}, worse),
+        search_module.Trial("slowdown", 1, "every knob in turn", {"slowdown": 1}, None),  # cut by the Ctrl-C
+    ]
+    t.state.steps.append(step)
+    t = Tuner(t.state, lambda values: values, Vocabulary(), t.store, cores=2, announce=lambda _: None)
+    assert t.block_s() == 20.0  # the trail's blocks, not the guess
+    monkeypatch.setattr(search_module, "duel", fake_duel({"1": WORSE}))
+    monkeypatch.setattr(
+        Tuner, "evidence", lambda self, step: pytest.fail("the resumed step's evidence was gathered again")
+    )
+    assert t.search() == "converged"
+    assert len(t.state.steps) == 1 and [(x.value, x.decision) for x in step.trials] == [(4, WORSE), (1, WORSE)]
+
+
+def test_a_program_whose_progress_comes_in_bursts_gets_slices_that_span_them(tmp_path):
+    from harness.ab.slicing import SliceOptions
+    from harness.tune.duel import MAX_SLICE_S, SAMPLE_S, SLICE_CYCLES, slicing_for
+    from harness.tune.evidence import report_gap
+
+    # CleanRL's C1 evidence cell, as its series has it: global_step flat for 3.2 s while it learned
+    rows = [(33.6, "warmup", 100), (35.25, "measure", 239), (36.33, "measure", 239), (37.37, "measure", 239)]
+    rows += [(38.42, "measure", 326), (39.52, "measure", 494), (41.59, "measure", 543), (43.31, "stopped", 729)]
+    (tmp_path / "series").mkdir()
+    lines = ["t_s,phase,metric,value", *(f"{t},{phase},global_step,{v}" for t, phase, v in rows), "36.0,,cpu,1"]
+    (tmp_path / "series" / "c-0.csv").write_text("\n".join(lines) + "\n")
+    rec = record(60.8)
+    rec.metrics["global_step_per_s"] = rec.metrics.pop("steps_per_s")
+    rec.series = "series/c-0.csv"
+    assert report_gap(tmp_path, rec) == pytest.approx(38.42 - 35.25)
+    assert slicing_for(1.2).slice_s == pytest.approx(SLICE_CYCLES * (1.2 + SAMPLE_S))
+    assert slicing_for(3.17).slice_s == slicing_for(30).slice_s == MAX_SLICE_S
+    assert slicing_for(3.17).max_slice_s > slicing_for(3.17).slice_s
+    assert slicing_for(0.9) == slicing_for(None) == SliceOptions()  # a program that reports often: the A/B's own
+    assert report_gap(tmp_path, record(None)) is None
