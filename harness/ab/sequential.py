@@ -314,6 +314,17 @@ def blocks_to_decide(alpha: float = DEFAULT_ALPHA) -> int:
     return n
 
 
+def medians_to_decide(alpha: float = DEFAULT_ALPHA) -> int:
+    """The fewest blocks (or rounds) that give `median_sequence` a finite interval: every one
+    on one side reaches 1/alpha there (7 at 95 %). What harness causal reads its sensitivities
+    by, where the A/B now decides by the clipped bets (`blocks_to_decide`)."""
+    needed = math.log(1 / alpha)
+    n = 1
+    while sign_log_evidence(n, n) < needed:
+        n += 1
+    return n
+
+
 def boundary(tolerance: float) -> float:
     """The log-ratio a slowdown of exactly `tolerance` has."""
     if not 0 <= tolerance < 1:

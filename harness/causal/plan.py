@@ -3,7 +3,7 @@ any of it is spent.
 
 A round slows every group once, each slowed period between two free ones: 2 x groups
 periods. The median's anytime-valid interval is infinite before 7 rounds
-(harness.ab.sequential.blocks_to_decide) and is the range of the rounds until about 10, so
+(harness.ab.sequential.medians_to_decide) and is the range of the rounds until about 10, so
 fewer than ROUNDS_PLANNED rounds can only end `unknown`. A program that reports every 5 s
 needs 30 s periods (harness.causal.cadence): two groups take 120 s a round, and 180 s of
 budget would be spent on one round and a verdict of "unknown". The experiment refuses that

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.ab.sequential import DEFAULT_ALPHA, Interval, blocks_to_decide, confidence_sequence, median_sequence
+from harness.ab.sequential import DEFAULT_ALPHA, Interval, confidence_sequence, median_sequence, medians_to_decide
 
 # A group whose interval lies within these bounds reads as what the bound says
 CRITICAL = 0.7  # the interval's low end at or above: on the critical path
@@ -98,7 +98,7 @@ def estimate(group: str, values: Sequence[float | None], alpha: float = DEFAULT_
 
 def narrow_enough(found: Sequence[Sensitivity], width: float, alpha: float = DEFAULT_ALPHA) -> bool:
     """Every group's interval is at most +-width (and has the rounds a decision needs)."""
-    need = blocks_to_decide(alpha)
+    need = medians_to_decide(alpha)
     return bool(found) and all(s.median.n >= need and s.halfwidth <= width for s in found)
 
 

@@ -45,7 +45,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from harness.ab.sequential import blocks_to_decide
+from harness.ab.sequential import medians_to_decide
 from harness.causal.sensitivity import Sensitivity
 
 PHASED = 0.1  # this share of free periods without a report: the rates do not hold
@@ -155,7 +155,7 @@ def _group_caveat(group: str, reading: str, evidence: Evidence) -> str | None:
 
 def _interval_reason(s: Sensitivity, width: float) -> str | None:
     m = s.median
-    need = blocks_to_decide()
+    need = medians_to_decide()
     if m.n < need or not (math.isfinite(m.low) and math.isfinite(m.high)):
         return f"{m.n} round(s) measured; an interval needs {need}"
     if s.halfwidth > width:

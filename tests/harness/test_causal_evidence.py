@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from harness.ab.sequential import medians_to_decide
 from harness.causal import cadence as cad
 from harness.causal.periods import FREE, Period
 from harness.causal.plan import ROUNDS_PLANNED, Plan, refusal
@@ -161,7 +162,8 @@ def test_a_wide_or_short_or_between_interval_is_unknown_and_says_which():
     short = estimate("a", [1.0, 1.0, 1.0])
     between = estimate("a", [0.45 + 0.01 * (k % 5) for k in range(20)])
     assert "wider than +-0.15" in verdicts([wide])["a"][1]
-    assert verdicts([short])["a"] == ("unknown", "3 round(s) measured; an interval needs 7")
+    need = medians_to_decide(0.05)  # the median's sign test: 7 rounds at 95 %
+    assert verdicts([short])["a"] == ("unknown", f"3 round(s) measured; an interval needs {need}")
     assert "lies in no verdict's range" in verdicts([between])["a"][1]
     assert verdicts([], idle=["daemon"], utilisation={"daemon": 0.002})["daemon"][0] == "unknown"
 
