@@ -34,7 +34,10 @@ Caveats of one group:
   while waiting on no other process, and it reads slack or competes: the slowdown did not
   happen (the scheduler gave the stops back, or the cores are the limit), so neither can be
   told (a reading in between is unknown by its interval; a critical one stands: the truth
-  is higher still);
+  is higher still); and whatever its use of the cores and its waits, a group that reads
+  competes yet kept that much of its CPU: its stops freed nothing for the rest to compete
+  for (two Ray Players that catch up after each stop read competes -0.40 [-0.49, -0.25],
+  having kept 1.22 of their CPU: the calibration campaign's one wrong verdict);
 - the interval: wider than +-width, or narrow but in no verdict's range (between slack and
   critical, or between slack and competes).
 """
@@ -149,6 +152,11 @@ def _group_caveat(group: str, reading: str, evidence: Evidence) -> str | None:
         return (
             f"its stops took {dose:.2f} of its CPU, yet it kept {kept:.2f} of it and waits on no other process: "
             "the cores are the limit, and its reading understates what faster code would buy"
+        )
+    if reading == "competes" and kept is not None and kept > 1 - dose + GIVEN_BACK:
+        return (
+            f"its stops took {dose:.2f} of its CPU, yet it kept {kept:.2f} of it (it catches up after each stop): "
+            "they freed no core for the rest, so the rise they brought is not competition"
         )
     return None
 
