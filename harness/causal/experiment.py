@@ -190,6 +190,11 @@ class Experiment:
                 self.groups[CONTROL] = [control.pid]
                 self.commands[CONTROL] = "a sleeping process of the harness's own (placebo)"
             if not self.groups:
+                try:  # a program that ended during the warm-up (DEAP's onemax, 2.7 s): its cell exits after it
+                    inst.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+                self._check(inst)  # ... and says so, its exit code and its log, not "no process"
                 raise CellFailed(
                     "the program has no process to slow (only the harness's own and multiprocessing's helpers)"
                 )

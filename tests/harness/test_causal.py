@@ -255,6 +255,23 @@ def test_a_budget_too_small_for_the_programs_cadence_is_refused_up_front(tmp_pat
 
 @linux
 @pytest.mark.slow
+def test_a_program_that_ends_during_the_warm_up_is_said_to_have_ended(tmp_path):
+    """DEAP's onemax (2.7 s) ended while causal warmed up: the refusal said "the program has
+    no process to slow (only the harness's own and multiprocessing's helpers)". It says the
+    program exited, with its log, which tells why (it ended during the warm-up)."""
+    short = "import time\nfor i in range(1, 41):\n    print('step', i, flush=True)\n    time.sleep(0.05)\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "causal", "--budget", "30", "--out", str(tmp_path), "--quiet", "--",
+         sys.executable, "-c", short],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "no process to slow" not in done.stderr, done.stderr
+    assert "exited with code 0" in done.stderr and "ended during warm-up" in done.stderr, done.stderr
+
+
+@linux
+@pytest.mark.slow
 def test_rays_runtime_is_no_group_and_its_actors_are_grouped_by_class():
     """A live Ray program: gcs_server, raylet, the dashboard and the agents are Ray's, not
     the program's; the two Player actors are one group and the Learner another."""
