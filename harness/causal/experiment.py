@@ -58,7 +58,7 @@ from harness.causal.plan import ROUNDS_WANTED, Plan, refusal
 from harness.causal.result import CausalOptions, CausalResult
 from harness.causal.rounds import fewest_reports, observations
 from harness.causal.sensitivity import Sensitivity, estimate, settled
-from harness.causal.stopper import PhaseStats, Stopper, schedstat
+from harness.causal.stopper import PhaseStats, Stopper, ThreadClocks
 from harness.causal.verdicts import IDLE_CORES
 from harness.cell.processes import tree
 from harness.errors import UserError
@@ -96,7 +96,7 @@ class _Launched(Side):
         return "launched by harness causal"
 
 
-def _group_cpu(groups: dict[str, list[int]], tids: dict[int, list[str]]) -> dict[str, tuple[float, float]]:
+def _group_cpu(groups: dict[str, list[int]], clocks: ThreadClocks) -> dict[str, tuple[float, float]]:
     """Each group's (CPU seconds, seconds runnable but waiting for a CPU) so far, summed over
     its processes' threads (the kernel's schedstat): the second is how crowded the machine
     was for the group, which its stops do not add to."""
@@ -104,7 +104,7 @@ def _group_cpu(groups: dict[str, list[int]], tids: dict[int, list[str]]) -> dict
     for name, pids in groups.items():
         ran = waited = 0
         for pid in pids:
-            found = schedstat(pid, tids)
+            found = clocks.read(pid)
             if found is not None:
                 ran, waited = ran + found[0], waited + found[1]
         out[name] = (ran / 1e9, waited / 1e9)
@@ -140,7 +140,7 @@ class Experiment:
         self._handles: dict[int, psutil.Process] = {}
         self._entries: dict[int, str | None] = {}
         self._cpu_mark: dict[str, tuple[float, float]] = {}
-        self._tids: dict[int, list[str]] = {}
+        self._clocks = ThreadClocks()
         self._narrow: set[str] = set()
         self._idle: set[str] = set()
         self._ballast: list[int] = []
@@ -448,7 +448,7 @@ class Experiment:
         ballast = self._ballast[: max(0, len(self._ballast) - len(pids))]
         stats = stopper.switch(pids, self.opts.fraction, self.opts.cycle_s, ballast, self.opts.mode)
         now = time.monotonic()
-        cpu = _group_cpu(self.groups, self._tids)
+        cpu = _group_cpu(self.groups, self._clocks)
         if self.periods:
             self._close(self.periods[-1], now, stats, self._cpu_mark, cpu)
         self._cpu_mark = cpu
@@ -465,7 +465,7 @@ class Experiment:
         samples that cover its end."""
         if self.periods and not self.periods[-1].ended:
             stats = stopper.switch([])
-            self._close(self.periods[-1], time.monotonic(), stats, self._cpu_mark, _group_cpu(self.groups, self._tids))
+            self._close(self.periods[-1], time.monotonic(), stats, self._cpu_mark, _group_cpu(self.groups, self._clocks))
         time.sleep(2 * self.opts.sample_s)
         self._read(inst)
         self._io_tick(inst)

@@ -122,30 +122,63 @@ class _Targets:
         self.send(signal.SIGCONT, self.ever)
 
 
-def schedstat(pid: int, tids: dict[int, list[str]]) -> tuple[int, int] | None:
-    """(nanoseconds on a CPU, nanoseconds runnable but waiting for one) of all the process's
-    threads (/proc/PID/task/TID/schedstat; the thread list cached in `tids` and read again
-    when a thread is gone). A stopped thread is not runnable: its stop is in neither."""
-    total = (0, 0)
-    for attempt in range(2):
-        if attempt or pid not in tids:
-            try:
-                tids[pid] = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                return None
-        ran = waited = 0
-        missing = False
-        for tid in tids[pid]:
+_TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
+UNSEEN_NS = 50_000_000  # the process's own CPU total ahead of its threads' by more: threads came and went unseen
+
+
+class ThreadClocks:
+    """Each process's (nanoseconds on a CPU, nanoseconds runnable but waiting for one) over
+    all its threads, those that have exited included (/proc/PID/task/TID/schedstat). A stopped
+    thread is not runnable: its stop is in neither.
+
+    Summing the live threads alone loses every thread that has exited: gensim's word2vec
+    starts its worker threads again every epoch, and its one process read 0.01 cores where
+    it used 0.875, which set both its stops' length and its CPU kept (-0.58). So a thread
+    that is gone keeps its last reading, threads started since are counted (the thread list
+    is read on every call), and a thread born and gone between two calls is caught by the
+    process's own total (utime + stime in /proc/PID/stat, exited threads included, at the
+    clock tick's resolution): where it runs ahead of the threads' sum, the difference is
+    what unseen threads ran (their run-queue waits are not known)."""
+
+    def __init__(self) -> None:
+        self._threads: dict[int, dict[str, tuple[int, int]]] = {}  # pid -> tid -> last reading
+        self._gone: dict[int, tuple[int, int]] = {}  # pid -> what its exited threads had
+
+    def read(self, pid: int) -> tuple[int, int] | None:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return None
+        now: dict[str, tuple[int, int]] = {}
+        for tid in tids:
             try:
                 with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
                     fields = fh.read().split()
-                ran, waited = ran + int(fields[0]), waited + int(fields[1])
+                now[tid] = (int(fields[0]), int(fields[1]))
             except (OSError, ValueError, IndexError):
-                missing = True
-        total = (ran, waited)
-        if not missing:
-            return total
-    return total
+                continue  # exited meanwhile: its last reading, if any, counts below
+        gone_ran, gone_waited = self._gone.get(pid, (0, 0))
+        for tid, (ran, waited) in self._threads.get(pid, {}).items():
+            if tid not in now:
+                gone_ran, gone_waited = gone_ran + ran, gone_waited + waited
+        ran = gone_ran + sum(r for r, _ in now.values())
+        waited = gone_waited + sum(w for _, w in now.values())
+        total = process_cpu_ns(pid)
+        if total is not None and total > ran + UNSEEN_NS:
+            gone_ran += total - ran
+            ran = total
+        self._threads[pid], self._gone[pid] = now, (gone_ran, gone_waited)
+        return ran, waited
+
+
+def process_cpu_ns(pid: int) -> int | None:
+    """The process's CPU time, its exited threads included (utime + stime of /proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return int((int(fields[11]) + int(fields[12])) * _TICK_NS)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class Debts:
@@ -172,11 +205,11 @@ class Debts:
         self.owed: dict[int, float] = {}
         self.last: dict[int, tuple[int, int]] = {}
         self.seen: dict[int, tuple[float, float]] = {}  # decayed (run, wait) seconds
-        self.tids: dict[int, list[str]] = {}
+        self.clocks = ThreadClocks()
 
     def reset(self, pids: list[int]) -> None:
         self.owed = {pid: 0.0 for pid in pids}
-        self.last = {pid: found for pid in pids if (found := schedstat(pid, self.tids)) is not None}
+        self.last = {pid: found for pid in pids if (found := self.clocks.read(pid)) is not None}
         self.seen = {}
 
     def share(self, pid: int) -> float:
@@ -187,7 +220,7 @@ class Debts:
         """Add what the CPU used since the last call owes; returns that CPU (seconds)."""
         used = 0.0
         for pid in self.owed:
-            found = schedstat(pid, self.tids)
+            found = self.clocks.read(pid)
             if found is None or pid not in self.last:
                 continue
             ran = max(0, found[0] - self.last[pid][0]) / 1e9
