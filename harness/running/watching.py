@@ -45,6 +45,7 @@ from harness.runs.store import RunStore, utc_now
 from harness.watch.instruments import Instruments, WatchOptions
 
 ATTACH_DURATION_S = 30.0
+LATE_SWEEPS = 3  # sweeps for processes the program started while its tree was being killed
 
 
 @dataclass
@@ -198,6 +199,11 @@ def watch(
             world = world_size(alive(known))  # read before they end
             kill_tree(proc.pid, {p.pid: p for p in alive(known)})
             proc.wait()
+            for _ in range(LATE_SWEEPS):  # started while the tree was killed (a Ray worker raylet forked then)
+                late = {p.pid: p for p in alive(marked_processes(store.root, key))}
+                if not late:
+                    break
+                kill_tree(None, late)
         written = log.close() if log is not None else None
     if attached and _alive(root):
         world = world_size(tree(root))

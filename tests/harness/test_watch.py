@@ -235,3 +235,29 @@ def test_a_process_py_spy_cannot_read_is_listed_with_the_reason(cli, tmp_path):
     reasons = record.metrics["stacks_unsampled"]
     assert reasons and all("not a Python process" in why for why in reasons.values())
     assert not marked_processes(run)
+
+
+STARTS_ONE_MORE_WHEN_TERMINATED = """
+import signal, subprocess, sys, time
+def on_term(*_):  # as raylet forks a worker while the tree is being killed: a new session, unknown to the watch
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+while True:
+    time.sleep(0.1)
+"""
+
+
+@pytest.mark.slow
+def test_a_process_started_while_the_tree_is_killed_does_not_outlive_the_watch(tmp_path):
+    """alphatriangle's Ray worker, started about 3 s before its watch ended, outlived it: the
+    watch sweeps again for the processes carrying its run's mark after the tree is gone."""
+    command = [sys.executable, "-m", "harness.cli", "watch", "--quiet", "--duration", "2", "--out", str(tmp_path)]
+    done = subprocess.run(command + ["--", sys.executable, "-c", STARTS_ONE_MORE_WHEN_TERMINATED],
+                          capture_output=True, text=True, timeout=120, env=child_env())  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run,) = run_dirs(tmp_path)
+    left = marked_processes(run)
+    for proc in left.values():
+        proc.kill()
+    assert not left, "a process the program started as it was killed outlived harness watch"
