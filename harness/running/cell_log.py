@@ -96,6 +96,12 @@ class CellLog:
             os.close(self.write_fd)
             self.write_fd = -1
 
+    def drain(self, timeout_s: float = 1.0) -> None:
+        """Wait, at most `timeout_s`, until every writer has closed the pipe and the thread has
+        handed on all it read: a program that printed its last rates just before it exited
+        had them read by the thread after the watch's instruments had stopped (10 of 12)."""
+        self._thread.join(timeout_s)
+
     def close(self) -> LogSummary:
         """After the cell's processes have ended: read what is left, cut to the cap."""
         self.started()

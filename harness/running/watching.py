@@ -188,6 +188,8 @@ def watch(
                 interrupted = True
                 warnings.append("stopped early by Ctrl-C or SIGTERM")
             finally:
+                if log is not None and exit_code is not None:
+                    log.drain()  # its last lines reach the instruments before they stop
                 results = [m.stop() for m in monitors]
     finally:
         if proc is not None:

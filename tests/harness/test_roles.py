@@ -158,6 +158,10 @@ def test_a_process_that_retitles_itself_is_read_again():
     script = f": {worker}; sleep 1.5; exec -a 'ray::EvaluationActor.evaluate' sleep 5"
     proc = subprocess.Popen(["bash", "-c", script])  # the same pid, retitled
     try:
+        for _ in range(400):  # between fork and exec its command line is empty (read so in a loaded full run)
+            if worker in " ".join(psutil.Process(proc.pid).cmdline()):
+                break
+            time.sleep(0.005)
         monitor = ProcStatMonitor()
         monitor._sample_process(psutil.Process(proc.pid))
         assert roles.is_helper(monitor.procs[proc.pid].cmdline)  # not yet an actor: Ray's own
