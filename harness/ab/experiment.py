@@ -362,19 +362,7 @@ def run_cell(
     of the tolerance's regression / ok / continue (anything but "continue" ends the A/B);
     `words` another vocabulary than the suite's (its first rate the counter slices are
     measured by: harness tune --objective)."""
-    run = CellRun(cell, base, cand, run_root, opts, cand_cell, decider, words)
-    try:
-        while not run.step():
-            if on_block is not None:
-                on_block(run.result)
-            if not run.below_floor and run.result.spent_s + run.per_block_s > opts.budget_s:
-                break
-        else:
-            if on_block is not None and run.result.blocks:
-                on_block(run.result)
-    finally:
-        run.close()
-    return run.finish()
+    return run_all([cell], base, cand, run_root, opts, on_block, cand_cell=cand_cell, decider=decider, words=words)[0]
 
 
 def run_all(
@@ -385,14 +373,18 @@ def run_all(
     opts: ABOptions,
     on_block: Callable[[CellAB], None] | None = None,
     on_cell: Callable[[list[CellAB]], None] | None = None,
+    cand_cell: Cell | None = None,
+    decider: Callable[[Interval], str] | None = None,
+    words: Vocabulary | None = None,
 ) -> list[CellAB]:
     """Every cell's A/B, the cells' blocks interleaved and their budget pooled: the next block
     goes to the undecided cell that has had the least A/B time (so a slow cell cannot starve
     the others, and what a decided cell leaves goes to the rest), every cell runs its floor
     of blocks, and no block starts that would end past the pool (budget x cells).
     `on_cell` gets the finished results, in the cells' order, each time one finishes (so an
-    interrupted A/B still leaves what it measured)."""
-    runs = [CellRun(cell, base, cand, run_root, opts) for cell in cells]
+    interrupted A/B still leaves what it measured). `cand_cell`, `decider`, `words`: as
+    run_cell's (harness tune runs one cell)."""
+    runs = [CellRun(cell, base, cand, run_root, opts, cand_cell, decider, words) for cell in cells]
     pool = opts.budget_s * len(cells)
     done: dict[int, CellAB] = {}
 
