@@ -46,7 +46,17 @@ def tune(
         60.0, "--causal-budget", help="seconds of the causal experiment on each incumbent (0: findings only)"
     ),
     objective: str = typer.Option(
-        None, "--objective", help="the counter to maximise, e.g. moves (default: the suite's headline rate's)"
+        None,
+        "--objective",
+        help="the counter to maximise, e.g. moves (default: the suite's headline rate's), or time-to-target: the "
+        "time to --target, each challenger raced against the incumbent in whole runs",
+    ),
+    target: str = typer.Option(
+        None, "--target", help="with --objective time-to-target: the quality target, e.g. accuracy>=0.9"
+    ),
+    target_every: float = options.TargetEveryOpt,
+    target_cap: float = typer.Option(
+        120.0, "--target-cap", help="with --objective time-to-target: the most seconds one run may take to reach it"
     ),
     confidence: float = typer.Option(
         0.95, "--confidence", help="the final A/B's confidence (1 - its error rate), as harness ab's"
@@ -69,7 +79,7 @@ def tune(
     opts = TuneOptions(
         budget_s=budget, min_gain=min_gain, duel_budget_s=duel_budget, evidence_s=evidence,
         causal_budget_s=causal_budget, objective=objective, seed=seed, final_alpha=1 - confidence,
-        step_alpha=1 - step_confidence,
+        step_alpha=1 - step_confidence, target=target, target_every=target_every, target_cap_s=target_cap,
     )  # fmt: skip
     check_options(opts)
     program = options.program_of(ctx, progress, progress_file)
@@ -77,6 +87,8 @@ def tune(
 
 
 def check_options(opts: TuneOptions) -> None:
+    from harness.tune.result import TIME_TO_TARGET
+
     if opts.budget_s <= 0:
         raise UserError(f"--budget {opts.budget_s:g}: seconds for the whole tune, > 0")
     if not 0 <= opts.min_gain < 1:
@@ -90,13 +102,32 @@ def check_options(opts: TuneOptions) -> None:
             raise UserError(f"{flag} {1 - alpha:g}: a probability strictly between 0 and 1 (0.95 = 95 %)")
     if opts.causal_budget_s < 0:
         raise UserError(f"--causal-budget {opts.causal_budget_s:g}: seconds, >= 0 (0: no causal experiment)")
+    if opts.races and not opts.target:
+        raise UserError(
+            f"--objective {TIME_TO_TARGET} needs the target to reach: --target METRIC<=V or METRIC>=V "
+            "(a quality metric the suite declares, or one your program logs)"
+        )
+    if opts.target and not opts.races:
+        raise UserError(
+            f"--target {opts.target}: a target is what --objective {TIME_TO_TARGET} races to; add that objective "
+            "(without it the tune maximises a rate)"
+        )
+    if opts.target_cap_s <= 0:
+        raise UserError(f"--target-cap {opts.target_cap_s:g}: seconds, > 0")
 
 
-def overrides_for(suite: str | None, sets: dict[str, Any], program: Program | None, label: str) -> Overrides:
+def overrides_for(
+    suite: str | None, sets: dict[str, Any], program: Program | None, label: str, opts: TuneOptions | None = None
+) -> Overrides:
+    """The tune's fixed settings as Overrides; with `opts` racing to a target, its cells run
+    to that target (at most its cap)."""
     from harness.commands.sweep import build_overrides
 
     flat = [f"{k}={v}" for k, v in sets.items()]
-    return build_overrides(suite, None, None, flat, {"repeats": 1}, label, program)
+    budget: dict[str, Any] = {"repeats": 1}
+    if opts is not None and opts.races:
+        budget.update(target=opts.target, target_every=opts.target_every, duration=opts.target_cap_s)
+    return build_overrides(suite, None, None, flat, budget, label, program)
 
 
 def cell_maker(base: Overrides) -> Any:
@@ -164,11 +195,7 @@ def main(
         if state.state == "finished":
             raise UserError(f"--resume {resume}: this tune finished; its result is in {path}")
         state.state = "running"
-        prog = None
-        if state.program is not None:
-            from harness.commands.program import Program as ProgramOf
-
-            prog = ProgramOf(state.program, tuple(state.progress), tuple(state.progress_files))
+        prog = prog_of(state)
         base = overrides_for(None if prog else state.suite, state.fixed, prog, "tune")
     else:
         if suite is None and program is None:
@@ -201,14 +228,22 @@ def main(
         store = RunStore.create(out, f"tune-{suite_name}", meta)
     make_cell = cell_maker(base)
     first = make_cell(state.start)
+    race_cell = None
+    if state.options.races:  # the target's suite and metric checked when its cells are made
+        prog = prog_of(state)
+        race_cell = cell_maker(overrides_for(None if prog else state.suite, state.fixed, prog, "tune", state.options))
+        race_cell(state.start)
     why = refusal(first)
-    if why:
+    if why and race_cell is None:
         raise UserError(f"harness tune decides by time-sliced A/Bs, and this cell cannot be sliced: {why}")
+    if why and state.options.causal_budget_s > 0:
+        print(f"note: no causal experiment (it stops processes the way an A/B slices them): {why}", file=sys.stderr)
+        state.options.causal_budget_s = 0.0
     words = get_suite(first.suite).words
-    if opts.objective is not None or state.options.objective:
-        words = objective_words(words, state.options.objective or opts.objective)
+    if state.options.objective is not None and not state.options.races:
+        words = objective_words(words, state.options.objective)
     announce = (lambda _: None) if quiet else print
-    tuner = Tuner(state, make_cell, words, store, usable_cores(), announce)
+    tuner = Tuner(state, make_cell, words, store, usable_cores(), announce, race_cell)
     print(f"tune: run directory {store.root}")
     try:
         with interrupts.deferred():  # Ctrl-C at safe points; the A/B's and experiment's processes are ended
@@ -234,6 +269,15 @@ def write_report(store: Any) -> None:
 
     paths = write_reports(store, run_view(store, store.records()), html=True)
     print("reports: " + ", ".join(str(p) for p in paths))
+
+
+def prog_of(state: Any) -> Program | None:
+    """The program a tune's state was started on (None: a suite)."""
+    if state.program is None:
+        return None
+    from harness.commands.program import Program as ProgramOf
+
+    return ProgramOf(state.program, tuple(state.progress), tuple(state.progress_files))
 
 
 def objective_words(words: Any, counter: str) -> Any:

@@ -12,6 +12,12 @@ from rich.table import Table
 from harness.report.terminal import console_for_stdout
 
 HEADERS = ("step", "incumbent", "limited by", "tried", "why", "A/B (challenger / incumbent)", "s")
+RACE_HEADERS = (*HEADERS[:5], "race (incumbent's time / challenger's)", "s")
+
+
+def headers(doc: dict[str, Any]) -> tuple[str, ...]:
+    """The trail's columns: a race's ratio reads the other way up from an A/B's (time, not rate)."""
+    return RACE_HEADERS if (doc.get("options") or {}).get("objective") == "time-to-target" else HEADERS
 
 
 def trail_rows(doc: dict[str, Any]) -> list[list[str]]:
@@ -42,6 +48,14 @@ def trail_rows(doc: dict[str, Any]) -> list[list[str]]:
 
 def summary_lines(doc: dict[str, Any]) -> list[str]:
     lines = [f"result: {doc.get('conclusion') or '-'}"]
+    first = (doc.get("steps") or [{}])[0]
+    if first.get("pilot_s") is not None:
+        target, reached = (doc.get("options") or {}).get("target"), first.get("target_s")
+        lines.append(
+            f"the start reached {target} in {reached:.2f} s (one run)"
+            if reached is not None
+            else f"the start missed {target} within its cap (one run)"
+        )
     scaling = doc.get("scaling")
     if scaling:
         lines.append(f"the worker axis ({scaling.get('knob')}): {scaling.get('said')}")
@@ -55,7 +69,7 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
 
 def render_tune(doc: dict[str, Any], print_line: Callable[[str], None] = print) -> None:
     table = Table(title="harness tune: the trail", show_lines=False)
-    for header in HEADERS:
+    for header in headers(doc):
         table.add_column(header)
     for row in trail_rows(doc):
         table.add_row(*(escape(cell) for cell in row))
@@ -73,6 +87,6 @@ def html_section(
     parts = ['<section id="tune"><h2>Tune</h2>']
     parts += [f"<p>{esc(line)}</p>" for line in summary_lines(doc)]
     parts.append(f"<pre>{esc(doc['spec'])}</pre>")
-    parts.append(table(list(HEADERS), trail_rows(doc)))
+    parts.append(table(list(headers(doc)), trail_rows(doc)))
     parts.append("</section>")
     return "\n".join(parts)

@@ -72,6 +72,7 @@ class Duel:
         default_factory=list
     )  # each block's challenger / incumbent (None: unmeasured)
     launch_s: list[float] = field(default_factory=list)  # each launch's seconds to counted work, both sides
+    races: list[dict[str, Any]] = field(default_factory=list)  # a race's blocks (harness.tune.race): order, times
 
     def ratio(self) -> tuple[float, float, float] | None:
         return self.interval.ratios() if self.interval is not None and self.interval.n else None
@@ -96,6 +97,7 @@ class Duel:
             "reason": self.reason,
             "block_ratios": self.block_ratios,
             "launch_s": self.launch_s,
+            **({"races": self.races} if self.races else {}),
             "said": self.describe(),
         }
 

@@ -11,6 +11,7 @@ from typing import Any
 from harness.tune.space import Knob
 
 TUNE_JSON = "tune.json"
+TIME_TO_TARGET = "time-to-target"  # --objective: the time to a quality target, lower is better
 SCHEMA = 1
 
 
@@ -23,8 +24,16 @@ class TuneOptions:
     duel_budget_s: float = 150.0  # one challenger's A/B at most
     evidence_s: float = 8.0  # the incumbent's measured cell
     causal_budget_s: float = 60.0  # its causal experiment (0: none)
-    objective: str | None = None  # a rate counter (default: the suite's headline)
+    objective: str | None = None  # a rate counter (default: the suite's headline), or TIME_TO_TARGET
     seed: int | None = None
+    target: str | None = None  # with TIME_TO_TARGET: the quality target each race runs to (METRIC<=V)
+    target_every: float | None = None  # measured seconds between its checks (None: the probe's default)
+    target_cap_s: float = 120.0  # the most one race run may take to reach it
+
+    @property
+    def races(self) -> bool:
+        """Whether challengers are decided by races to the target (harness.tune.race), not sliced A/Bs."""
+        return self.objective == TIME_TO_TARGET
 
 
 @dataclass
@@ -51,6 +60,8 @@ class Step:
     metric: str | None = None
     evidence_s: float = 0.0
     report_gap_s: float | None = None  # the incumbent's longest gap between progress reports (the A/B's slices)
+    target_s: float | None = None  # with races: the start's time to the target, one run (None: missed)
+    pilot_s: float | None = None  # that run's seconds from launch to end (the first guess of a race block: two)
     trials: list[Trial] = field(default_factory=list)
     adopted: int | None = None  # index of the trial that won
     seconds: float = 0.0
@@ -91,15 +102,22 @@ class TuneState:
     def spec_snippet(self) -> str:
         """The winning settings as a sweep spec's matrix entry."""
         params = ", ".join(f"{k} = {_toml(v)}" for k, v in {**self.settings(), **self._reads()}.items())
+        budget = ""
+        if self.options.races and self.options.target:
+            budget = f"\ntarget = {_toml(self.options.target)}\nduration = {self.options.target_cap_s!r}"
         if self.program is not None:
             return (
-                f'command = {_toml(shlex.join(self.program))}\n\n[[matrix]]\nsuite = "command"\nparams = {{ {params} }}'
+                f'command = {_toml(shlex.join(self.program))}\n\n[[matrix]]\nsuite = "command"\n'
+                f"params = {{ {params} }}{budget}"
             )
-        return f'[[matrix]]\nsuite = "{self.suite}"\nparams = {{ {params} }}'
+        return f'[[matrix]]\nsuite = "{self.suite}"\nparams = {{ {params} }}{budget}'
 
     def command_line(self) -> str:
-        """The winning settings as a harness command line (a sweep of that one cell)."""
+        """The winning settings as a harness command line (a sweep of that one cell; with
+        its target and cap when the tune raced to one)."""
         sets = " ".join(f"--set {shlex.quote(f'{k}={v}')}" for k, v in self.settings().items() if k != "argv")
+        if self.options.races and self.options.target:
+            sets += f" --target {shlex.quote(self.options.target)} --duration {self.options.target_cap_s:g}"
         if self.program is not None:
             reads = [f"--progress {shlex.quote(p)}" for p in self.progress]
             reads += [f"--progress-file {shlex.quote(g)}" for g in self.progress_files]

@@ -36,12 +36,14 @@ from harness.runs.store import RunStore
 from harness.runs.view import headline_rate
 from harness.tune import workers
 from harness.tune.bottleneck import Limit
-from harness.tune.duel import BETTER, duel, slicing_for
+from harness.tune.duel import BETTER, Duel, duel, slicing_for
 from harness.tune.evidence import counted, gather, report_gap, with_startup
+from harness.tune.race import RaceOptions, pilot, race, time_to_target
 from harness.tune.result import TUNE_JSON, Step, Trial, TuneState, key_of
 from harness.tune.space import Knob, _same, moves_for
 
 BLOCK_S_GUESS = 15.0  # seconds per A/B block before one was measured
+LAUNCH_S_GUESS = 5.0  # seconds a race run spends starting before its clock runs
 FINAL_MARGIN = 1.5  # the final A/B is given this many times the time its fewest blocks take
 
 
@@ -54,8 +56,12 @@ class Tuner:
         store: RunStore,
         cores: int,
         announce: Callable[[str], None] = print,
+        race_cell: Callable[[dict[str, Any]], Cell] | None = None,
     ) -> None:
         self.state, self.make_cell, self.words, self.store = state, make_cell, words, store
+        # with --objective time-to-target: the cell one race run is (its target and cap);
+        # challengers are then raced (harness.tune.race), not sliced
+        self.race_cell = race_cell
         self.cores, self.announce = cores, announce
         self._began = time.monotonic() - state.elapsed_s
         # seconds per A/B block, measured (those of a resumed tune's trail count too)
@@ -65,6 +71,7 @@ class Tuner:
             for t in s.trials
             if t.duel and t.duel.get("block_count")
         ]
+        self._block_s += [2 * s.pilot_s for s in state.steps if s.pilot_s and not self._block_s]
         self._model: Any = None  # the worker axis's USL fit (harness.tune.workers), this session's
         self._slow_start = False  # the program needed the longer start-up cap (harness.tune.evidence)
         self._cell_s: float | None = None  # launch to end of the last measured cell, seconds
@@ -80,7 +87,11 @@ class Tuner:
         return self.state.options.budget_s - self.elapsed()
 
     def block_s(self) -> float:
-        return sorted(self._block_s)[len(self._block_s) // 2] if self._block_s else BLOCK_S_GUESS
+        if self._block_s:
+            return sorted(self._block_s)[len(self._block_s) // 2]
+        if self.race_cell is not None:  # two runs, each guessed to reach the target at half its cap
+            return self.state.options.target_cap_s + 2 * LAUNCH_S_GUESS
+        return BLOCK_S_GUESS
 
     def final_reserve(self) -> float:
         if self.state.best == self.state.start and not self.state.steps:
@@ -201,6 +212,8 @@ class Tuner:
             )
         if step.index == 0 and not counted(found.record):
             raise UserError(no_rate(found.record, describe(step.incumbent)))
+        if step.index == 0 and self.race_cell is not None:
+            self.pilot(step)
         step.limit = found.limit.to_json()
         step.evidence_s = found.seconds
         step.metric = headline_rate([found.record])
@@ -214,6 +227,26 @@ class Tuner:
             self.announce("  the machine is the limit: moves that add work are not tried")
         self.save()
         return found.limit
+
+    def pilot(self, step: Step) -> None:
+        """The start run once to its target (harness.tune.race.pilot): two such runs are the
+        first guess of a race block, and a start that fails or misses is said now."""
+        cap = self.state.options.target_cap_s
+        self.announce(f"  the start to {self.state.options.target} (at most {cap:g} s)")
+        record, seconds = pilot(self.race_cell(step.incumbent), self.store)  # type: ignore[misc]
+        reached, hit = time_to_target(record, cap)
+        if reached is None:
+            why = f"{record.status}: {record.reason}" if not record.ok else "it reported no quality value"
+            raise UserError(f"harness tune races to {self.state.options.target}, and the start's run ended {why}")
+        step.target_s, step.pilot_s = (reached if hit else None), seconds
+        self._block_s.append(2 * seconds)
+        if hit:
+            self.announce(f"  reached it in {reached:.2f} s ({seconds:.0f} s with its launch)")
+        else:
+            self.announce(
+                f"  missed it in its {cap:g} s cap: a race counts a miss as the cap, so only a challenger that reaches "
+                "it can win (--target-cap for a longer one)"
+            )
 
     def worker_knob(self) -> Knob | None:
         """The suite's worker count among the knobs, with enough values for a curve."""
@@ -249,15 +282,24 @@ class Tuner:
         trial.started_s = self.elapsed()
         step.trials.append(trial)
         self.announce(f"  try {trial.knob}={trial.value} ({trial.why})")
-        ab = ABOptions(alpha=opts.step_alpha, budget_s=budget, seed=opts.seed, slicing=self.slicing())
-        got = duel(
-            self.make_cell(step.incumbent), self.make_cell(trial.params), self.store.root, ab, opts.min_gain, self.words
-        )
+        got = self.compare(step.incumbent, trial.params, opts.step_alpha, budget)
         if got.blocks:
             self._block_s.append(got.seconds / got.blocks)
         trial.duel = got.to_json()
         self.announce(f"    {got.describe()}")
         self.save()
+
+    def compare(self, incumbent: dict[str, Any], challenger: dict[str, Any], alpha: float, budget: float) -> Duel:
+        """The challenger against the incumbent: a race to the target with --objective
+        time-to-target, else the time-sliced A/B of the rate."""
+        opts = self.state.options
+        if self.race_cell is not None:
+            race_opts = RaceOptions(alpha=alpha, budget_s=budget, min_gain=opts.min_gain, seed=opts.seed)
+            return race(self.race_cell(incumbent), self.race_cell(challenger), self.store, race_opts)
+        ab = ABOptions(alpha=alpha, budget_s=budget, seed=opts.seed, slicing=self.slicing())
+        return duel(
+            self.make_cell(incumbent), self.make_cell(challenger), self.store.root, ab, opts.min_gain, self.words
+        )
 
     # ------------------------------------------------------------------ proposals
     def propose(self, incumbent: dict[str, Any], limit: Limit, previous: Step | None) -> list[Trial]:
@@ -328,23 +370,14 @@ class Tuner:
         if budget < need:
             budget = need  # the final A/B is the tune's answer: it gets the blocks it needs to decide at all
         self.announce(f"final A/B: {describe(state.best)} against the start {describe(state.start)}")
-        ab = ABOptions(
-            alpha=state.options.final_alpha, budget_s=budget, seed=state.options.seed, slicing=self.slicing()
-        )
-        got = duel(
-            self.make_cell(state.start),
-            self.make_cell(state.best),
-            self.store.root,
-            ab,
-            state.options.min_gain,
-            self.words,
-        )
+        got = self.compare(state.start, state.best, state.options.final_alpha, budget)
         state.final = got.to_json()
         self.announce(f"  {got.describe()}")
         if got.decision == BETTER:
             ratio, low, high = got.ratio() or (math.nan, math.nan, math.nan)
+            how = f"reaches {state.options.target} {ratio:.2f}x sooner than" if self.race_cell else f"runs {ratio:.2f}x"
             state.conclusion = (
-                f"{describe(state.best)} runs {ratio:.2f}x the start [{low:.2f}, {high:.2f}] "
+                f"{describe(state.best)} {how} the start [{low:.2f}, {high:.2f}] "
                 f"at {100 * (1 - state.options.final_alpha):g} %"
             )
         else:
