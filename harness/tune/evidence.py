@@ -51,8 +51,8 @@ def counted(record: Record) -> bool:
 
 def report_gap(run_root: Path, record: Record) -> float | None:
     """The longest stretch, in seconds, over which the headline counter did not grow inside
-    the record's measured window (its series, runs/series.py's tidy CSV): how far apart the
-    program's progress reports come. None without a rate or a series."""
+    the record's measured window (its series, runs/series.py's tidy CSV, to the window's close):
+    how far apart the program's progress reports come. None without a rate or a series."""
     import csv
 
     metric = headline_rate([record]) if counted(record) else None
@@ -61,13 +61,15 @@ def report_gap(run_root: Path, record: Record) -> float | None:
     counter = metric.removesuffix("_per_s")
     try:
         with open(run_root / record.series, newline="") as handle:
-            points = [
-                (float(row["t_s"]), float(row["value"]))
-                for row in csv.DictReader(handle)
-                if row.get("metric") == counter and row.get("phase") in ("measure", "stopped")
-            ]
+            rows = [row for row in csv.DictReader(handle) if row.get("metric") == counter]
+            points = [(float(row["t_s"]), float(row["value"])) for row in rows if row.get("phase") == "measure"]
+            closed = [(float(row["t_s"]), float(row["value"])) for row in rows if row.get("phase") == "stopped"]
     except (OSError, ValueError, KeyError):
         return None
+    # the window ends at its first `stopped` row: the later ones hold the last level to the
+    # cell's end (the actor-learner, counting every second, read a 1.8 s "gap" there and got
+    # 8.5 s slices, 56 s A/B blocks)
+    points += closed[:1]
     grew = [t for (t, v), (_, before) in zip(points[1:], points, strict=False) if v > before]
     edges = [points[0][0], *grew, points[-1][0]] if len(points) >= 2 else []
     return max((b - a for a, b in zip(edges, edges[1:], strict=False)), default=None)
