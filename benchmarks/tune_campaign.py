@@ -78,6 +78,12 @@ def harness(code: Path, *args: str) -> tuple[int, float, str]:
     return done.returncode, time.monotonic() - started, done.stdout + done.stderr
 
 
+def parse_utc(text: str):
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
 def only_run(out: Path) -> Path:
     runs = sorted(p for p in out.iterdir() if p.is_dir())
     if len(runs) != 1:
@@ -122,7 +128,7 @@ def tune_found_s(doc: dict) -> float:
     return found
 
 
-def run_seed(name: str, code: Path, out: Path, budget: float) -> dict:
+def run_seed(name: str, code: Path, out: Path, budget: float, grid_from: Path | None = None) -> dict:
     seed = SEEDS[name]
     suite, knobs, fixed = seed["suite"], seed["knobs"], seed["fixed"]
     metric = rate_name(suite)
@@ -136,11 +142,17 @@ def run_seed(name: str, code: Path, out: Path, budget: float) -> dict:
     doc = json.loads((only_run(out / "tune") / "tune.json").read_text())
     winner = doc["best"]
     grid_args = [f"--set={k}={','.join(map(str, v))}" for k, v in knobs.items()]
-    _, grid_s, _ = harness(
-        code, "sweep", "--suite", suite, *sets(fixed), *grid_args, "--duration", str(GRID_DURATION_S), "--repeats", "1",
-        "--out", str(out / "grid"), "--quiet",
-    )  # fmt: skip
-    grid = records(only_run(out / "grid"))
+    if grid_from is None:
+        _, grid_s, _ = harness(
+            code, "sweep", "--suite", suite, *sets(fixed), *grid_args, "--duration", str(GRID_DURATION_S),
+            "--repeats", "1", "--out", str(out / "grid"), "--quiet",
+        )  # fmt: skip
+        grid_run = only_run(out / "grid")
+    else:  # a grid of this sitting, swept before the tune was run again
+        grid_run = grid_from
+        meta = json.loads((grid_run / "run.json").read_text())
+        grid_s = (parse_utc(meta["ended"]) - parse_utc(meta["started"])).total_seconds()
+    grid = records(grid_run)
     ranked = sorted(
         (r for r in grid if r["status"] == "ok" and r["metrics"].get(metric)),
         key=lambda r: -r["metrics"][metric],
@@ -217,14 +229,20 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("results/tune_campaign"), help="run directories")
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose harness runs")
     parser.add_argument("--save", type=Path, help="append each seed's row (JSON lines)")
+    parser.add_argument(
+        "--grid-from", type=Path, help="one seed only: its grid's run directory, swept earlier in this sitting"
+    )
     args = parser.parse_args()
+    if args.grid_from and len(args.seeds) != 1:
+        raise SystemExit("--grid-from: one seed at a time (the grid is that seed's)")
     if args.list or not args.seeds:
         for name, seed in SEEDS.items():
             print(f"{name}: start {seed['start']}, knobs {seed['knobs']}, fixed {seed['fixed']}")
         return
     stamp = time.strftime("%Y%m%dT%H%M%S")
     for name in args.seeds:
-        row = run_seed(name, args.code.resolve(), (args.out / f"{stamp}-{name}").resolve(), args.budget)
+        grid = args.grid_from.resolve() if args.grid_from else None
+        row = run_seed(name, args.code.resolve(), (args.out / f"{stamp}-{name}").resolve(), args.budget, grid)
         print(line(row), flush=True)
         if args.save:
             with args.save.open("a") as fh:
