@@ -28,9 +28,6 @@ BETTER, WORSE, UNDECIDED, ERROR = "better", "worse", "undecided", "error"
 
 SLICE_CYCLES = 3  # a slice spans this many of the program's gaps between progress reports
 SAMPLE_S = 1.0  # the cell's samples come about this far apart: a gap read from them may be this much longer
-# a counter that grew at every sample reads gaps of one sample period, a little more when a
-# sample comes late (1.01 s on the actor-learner at load 4): bursts are gaps past this
-BURST_GAP_S = 1.5 * SAMPLE_S
 MAX_SLICE_S = 10.0
 
 
@@ -41,9 +38,10 @@ def slicing_for(gap_s: float | None) -> SliceOptions:
     2.9x, 7.4x and 6.2x in its blocks, and with 2.4 s slices (two gaps as the 1 s samples showed
     them) C3's blocks still read 5.2x, 1.2x and 0.95x. A slice spans SLICE_CYCLES gaps, each taken
     a sample period longer than the series shows it (at most MAX_SLICE_S); a program whose
-    counter grew at every sample (gaps under BURST_GAP_S) keeps the A/B's own slices."""
+    counter grew steadily at every sample (no gap: harness.tune.evidence.report_gap) keeps the
+    A/B's own slices."""
     default = SliceOptions()
-    if gap_s is None or gap_s < BURST_GAP_S:
+    if gap_s is None or gap_s <= SAMPLE_S:
         return default
     length = min(MAX_SLICE_S, SLICE_CYCLES * (gap_s + SAMPLE_S))
     return SliceOptions(slice_s=length, max_slice_s=length + default.max_slice_s)

@@ -52,7 +52,8 @@ def counted(record: Record) -> bool:
 def report_gap(run_root: Path, record: Record) -> float | None:
     """The longest stretch, in seconds, over which the headline counter did not grow inside
     the record's measured window (its series, runs/series.py's tidy CSV, to the window's close):
-    how far apart the program's progress reports come. None without a rate or a series."""
+    how far apart the program's progress reports come. None without a rate or a series, or
+    for a counter that grew steadily at every sample (`steady`)."""
     import csv
 
     metric = headline_rate([record]) if counted(record) else None
@@ -70,9 +71,32 @@ def report_gap(run_root: Path, record: Record) -> float | None:
     # cell's end (the actor-learner, counting every second, read a 1.8 s "gap" there and got
     # 8.5 s slices, 56 s A/B blocks)
     points += closed[:1]
+    if steady(points):
+        return None
     grew = [t for (t, v), (_, before) in zip(points[1:], points, strict=False) if v > before]
     edges = [points[0][0], *grew, points[-1][0]] if len(points) >= 2 else []
     return max((b - a for a, b in zip(edges, edges[1:], strict=False)), default=None)
+
+
+STEADY_CV = 0.5  # a counter whose rate from sample to sample varies less than this (its CV) is steady
+
+
+def steady(points: list[tuple[float, float]]) -> bool:
+    """Whether a counter grew at every sample, at a rate that varied by less than STEADY_CV of
+    its mean: it reports more often than it is sampled, and its gaps are the samples' (the
+    actor-learner's read 1.00-1.01 s, which a slice does not need to span). CleanRL's global_step
+    stood still for two samples while it learned: not steady."""
+    import numpy as np
+
+    if len(points) < 3:
+        return False
+    t, v = np.array(points, dtype=float).T
+    dt, dv = np.diff(t), np.diff(v)
+    keep = dt > 0.05  # the window's close repeats its last sample's time
+    rates = dv[keep] / dt[keep]
+    if rates.size < 2 or (rates <= 0).any():
+        return False
+    return float(rates.std() / rates.mean()) < STEADY_CV
 
 
 def with_startup(cell: Cell) -> Cell:

@@ -420,16 +420,21 @@ def test_a_program_whose_progress_comes_in_bursts_gets_slices_that_span_them(tmp
     rec.metrics["global_step_per_s"] = rec.metrics.pop("steps_per_s")
     rec.series = "series/c-0.csv"
     assert report_gap(tmp_path, rec) == pytest.approx(38.42 - 35.25)
-    assert slicing_for(1.6).slice_s == pytest.approx(SLICE_CYCLES * (1.6 + SAMPLE_S))
+    assert slicing_for(1.2).slice_s == pytest.approx(SLICE_CYCLES * (1.2 + SAMPLE_S))
     assert slicing_for(3.17).slice_s == slicing_for(30).slice_s == MAX_SLICE_S
     assert slicing_for(3.17).max_slice_s > slicing_for(3.17).slice_s
-    assert slicing_for(0.9) == slicing_for(1.3) == slicing_for(None) == SliceOptions()  # grew at every 1 s sample
+    assert slicing_for(0.9) == slicing_for(None) == SliceOptions()  # a program that reports often: the A/B's own
     assert report_gap(tmp_path, record(None)) is None
-    # the actor-learner's evidence cell: env_steps every second, then the level held to the
-    # cell's end (a stopped row 1.8 s later): no gap between reports, the A/B's own slices
+    # the actor-learner's evidence cell: env_steps steadily at every 1 s sample, then the level
+    # held to the cell's end (a stopped row 1.8 s later): no gap between reports, the A/B's own slices
     rows = [(6.80, "measure", 108000), *((7.81 + i, "measure", 140500 + 37000 * i) for i in range(8))]
     rows += [(14.81 + 0.001, "stopped", 140500 + 37000 * 7), (16.64, "stopped", 140500 + 37000 * 7)]
     lines = ["t_s,phase,metric,value", *(f"{t},{phase},global_step,{v}" for t, phase, v in rows)]
     (tmp_path / "series" / "c-0.csv").write_text("\n".join(lines) + "\n")
-    assert report_gap(tmp_path, rec) == pytest.approx(1.01)
+    assert report_gap(tmp_path, rec) is None
     assert slicing_for(report_gap(tmp_path, rec)) == SliceOptions()
+    # the same samples with one standing still: a gap of two samples
+    rows[4] = (rows[4][0], "measure", rows[3][2])
+    lines = ["t_s,phase,metric,value", *(f"{t},{phase},global_step,{v}" for t, phase, v in rows)]
+    (tmp_path / "series" / "c-0.csv").write_text("\n".join(lines) + "\n")
+    assert report_gap(tmp_path, rec) == pytest.approx(2.0)
