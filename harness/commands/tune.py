@@ -218,7 +218,9 @@ def main(
         fixed_params = {k: v[0] for k, v in base.axes.items()}
         knobs = check(knobs, suite_name, model, fixed_params)
         start, notes = starting_values(knobs, model, sets)
-        start = {k: validate(suite_name, model, {**fixed_params, **start}).model_dump(mode="json")[k] for k in start}
+        typed = validate(suite_name, model, {**fixed_params, **start}).model_dump(mode="json")
+        start = {k: typed[k] for k in start}
+        fixed = {k: typed.get(k, v) for k, v in fixed.items()}  # `--set workers=4`: 4 in the spec, not "4"
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         state = TuneState(suite_name, fixed, knobs, start, opts, program=list(program.argv) if program else None)

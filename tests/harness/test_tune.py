@@ -210,13 +210,14 @@ def test_bad_input_exits_2_before_anything_runs(cli, tmp_path):
 @pytest.mark.slow
 def test_a_tune_finds_the_faster_setting_and_confirms_it(cli, tmp_path):
     result = cli(
-        "tune", "synthetic", "--set", "slowdown=4", "--knob", "slowdown=1,4", "--causal-budget", "0",
+        "tune", "synthetic", "--set", "slowdown=4", "--set", "workers=1", "--knob", "slowdown=1,4", "--causal-budget", "0",
         "--evidence", "1", "--budget", "200", "--confidence", "0.8", "--seed", "1", "--out", tmp_path, "--quiet",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     doc = json.loads((run / "tune.json").read_text())
     assert doc["state"] == "finished" and doc["best"] == {"slowdown": 1.0}, doc["conclusion"]
+    assert doc["fixed"] == {"workers": 1} and "workers = 1," in doc["spec"]  # typed, not the text "1"
     assert doc["final"]["decision"] == "better" and doc["final"]["low"] > 2.0
     assert "slowdown=1.0 runs" in result.output and (run / "report.html").is_file()
 
