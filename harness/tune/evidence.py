@@ -121,6 +121,7 @@ def gather(
     from harness.ab.slicing import CellFailed
     from harness.causal.experiment import Experiment
     from harness.causal.stopper import StopperDied
+    from harness.errors import UserError
     from harness.model.registry import get_suite
     from harness.program import NAME as COMMAND_SUITE
     from harness.runs.files import write_json_atomic
@@ -149,7 +150,7 @@ def gather(
         try:
             document = experiment.run().to_json()
             write_json_atomic(store.root / f"causal-{step}.json", document, "the tune's causal experiment")
-        except (CellFailed, StopperDied) as exc:
+        except (CellFailed, StopperDied, UserError) as exc:  # UserError: it refused (its budget, the program's cadence)
             error = str(exc)
     limit = read_limit(document, findings, record.metrics, cores)
     if error:

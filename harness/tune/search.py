@@ -94,9 +94,14 @@ class Tuner:
         return BLOCK_S_GUESS
 
     def final_reserve(self) -> float:
+        """What the budget holds back for the final A/B: nothing before the first step; while
+        nothing is adopted, only its fewest blocks (a challenger that wins must be confirmable,
+        but no final runs unless one does: the actor-learner's first tune stopped with 676 s of
+        1200 unused, held for a final it never ran); after an adoption, those with a margin."""
         if self.state.best == self.state.start and not self.state.steps:
             return 0.0
-        return FINAL_MARGIN * blocks_to_decide(self.state.options.final_alpha) * self.block_s()
+        fewest = blocks_to_decide(self.state.options.final_alpha) * self.block_s()
+        return fewest if key_of(self.state.best) == key_of(self.state.start) else FINAL_MARGIN * fewest
 
     def duel_time(self) -> float:
         """The least a challenger's A/B needs to decide at all."""

@@ -379,6 +379,49 @@ def test_a_program_that_counted_nothing_is_measured_again_with_time_to_start(mon
         tuner.evidence(state.steps[0])
 
 
+def test_a_causal_experiment_that_refuses_is_a_note_not_the_end_of_the_tune(monkeypatch, tmp_path):
+    """CleanRL's C4: the experiment refused its 60 s (the program's cadence needed 70): the
+    tune went on from the findings, where it had exited 2."""
+    from harness.causal import experiment
+    from harness.causal.result import CausalOptions
+    from harness.runs.store import RunStore
+    from harness.tune import evidence
+
+    class Runner:
+        def __init__(self, store):
+            pass
+
+        def run(self, cell, repeat):
+            return record(25.0)
+
+    class Refusing:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def run(self):
+            raise UserError("--budget 60: the program reports global_step every 0.43 s; Give --budget 70 or more")
+
+    monkeypatch.setattr(evidence, "CellRunner", Runner)
+    monkeypatch.setattr(experiment, "Experiment", Refusing)
+    store = RunStore.create(tmp_path, "tune", {})
+    found = evidence.gather(parse_cell_of_program(), store, 0, CausalOptions(budget_s=60), 2, lambda _: None)
+    assert found.causal is None and "Give --budget 70" in found.causal_error
+    assert any("the causal experiment failed: --budget 60" in note for note in found.limit.notes)
+
+
+def test_the_final_reserve_is_its_fewest_blocks_until_something_is_adopted(tmp_path):
+    from harness.ab.sequential import blocks_to_decide
+
+    t = tuner([parse_knob("slowdown=1,2,4")], Vocabulary(), {"slowdown": 4}, tmp_path)
+    t._block_s = [70.0]
+    assert t.final_reserve() == 0.0  # before the first step: its evidence runs first
+    t.state.steps.append(search_module.Step(0, {"slowdown": 4}, 0.0))
+    fewest = blocks_to_decide(t.state.options.final_alpha) * 70.0
+    assert t.final_reserve() == fewest  # nothing adopted: a winner must be confirmable, no more
+    t.state.best = {"slowdown": 2}
+    assert t.final_reserve() == search_module.FINAL_MARGIN * fewest
+
+
 def parse_cell_of_program():
     from harness.running.matrix import Cell
 
