@@ -116,18 +116,18 @@ def check_options(opts: TuneOptions) -> None:
         raise UserError(f"--target-cap {opts.target_cap_s:g}: seconds, > 0")
 
 
-def overrides_for(
-    suite: str | None, sets: dict[str, Any], program: Program | None, label: str, opts: TuneOptions | None = None
-) -> Overrides:
-    """The tune's fixed settings as Overrides; with `opts` racing to a target, its cells run
-    to that target (at most its cap)."""
+def overrides_for(suite: str | None, sets: dict[str, Any], program: Program | None, label: str) -> Overrides:
     from harness.commands.sweep import build_overrides
 
     flat = [f"{k}={v}" for k, v in sets.items()]
-    budget: dict[str, Any] = {"repeats": 1}
-    if opts is not None and opts.races:
-        budget.update(target=opts.target, target_every=opts.target_every, duration=opts.target_cap_s)
-    return build_overrides(suite, None, None, flat, budget, label, program)
+    return build_overrides(suite, None, None, flat, {"repeats": 1}, label, program)
+
+
+def race_overrides(base: Overrides, opts: TuneOptions) -> Overrides:
+    """The tune's cells as a race runs them: to the target, at most its cap."""
+    from dataclasses import replace
+
+    return replace(base, target=opts.target, target_every=opts.target_every, duration=opts.target_cap_s)
 
 
 def cell_maker(base: Overrides) -> Any:
@@ -232,8 +232,7 @@ def main(
     first = make_cell(state.start)
     race_cell = None
     if state.options.races:  # the target's suite and metric checked when its cells are made
-        prog = prog_of(state)
-        race_cell = cell_maker(overrides_for(None if prog else state.suite, state.fixed, prog, "tune", state.options))
+        race_cell = cell_maker(race_overrides(base, state.options))
         race_cell(state.start)
     why = refusal(first)
     if why and race_cell is None:

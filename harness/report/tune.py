@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.report.terminal import console_for_stdout
+from harness.tune.result import TIME_TO_TARGET
 
 HEADERS = ("step", "incumbent", "limited by", "tried", "why", "A/B (challenger / incumbent)", "s")
 RACE_HEADERS = (*HEADERS[:5], "race (incumbent's time / challenger's)", "s")
@@ -17,7 +18,7 @@ RACE_HEADERS = (*HEADERS[:5], "race (incumbent's time / challenger's)", "s")
 
 def headers(doc: dict[str, Any]) -> tuple[str, ...]:
     """The trail's columns: a race's ratio reads the other way up from an A/B's (time, not rate)."""
-    return RACE_HEADERS if (doc.get("options") or {}).get("objective") == "time-to-target" else HEADERS
+    return RACE_HEADERS if (doc.get("options") or {}).get("objective") == TIME_TO_TARGET else HEADERS
 
 
 def trail_rows(doc: dict[str, Any]) -> list[list[str]]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.ab.sequential import Interval, blocks_to_decide, clipped_sequence
+from harness.analysis.gating import TIME_TO_TARGET as TIME
 from harness.running.matrix import Cell
 from harness.runs.files import append_whole
 from harness.runs.record import Record
@@ -34,7 +35,6 @@ from harness.runs.store import RunStore
 from harness.tune.duel import BETTER, ERROR, UNDECIDED, WORSE, Duel, gain_decider
 
 RACES_JSONL = "races.jsonl"  # every race run's record, beside cells.jsonl (which holds the evidence)
-TIME = "time_to_target_s"
 
 
 @dataclass
@@ -66,18 +66,28 @@ def block_value(incumbent: tuple[float | None, bool], challenger: tuple[float | 
     return math.log(t_inc / t_cha)
 
 
+def runner_for(store: RunStore, run_cell: Any) -> Any:
+    """`run_cell(cell, repeat) -> Record`: the one given (tests), else the harness's CellRunner."""
+    if run_cell is not None:
+        return run_cell
+    from harness.running.runner import CellRunner
+
+    return CellRunner(store).run
+
+
+def keep(store: RunStore, side: str, block: int | None, record: Record) -> None:
+    """A race run's record, appended to races.jsonl."""
+    line = json.dumps({"side": side, "block": block, **record.to_json()}, default=str) + "\n"
+    append_whole(store.root / RACES_JSONL, line.encode(), "the race's record")
+
+
 def pilot(cell: Cell, store: RunStore, run_cell: Any = None) -> tuple[Record, float]:
     """One run of the start to its target, before any race: what it takes (the tune's first
     guess of a race block is two of these) and whether the start reaches the target at all.
     Its record goes to races.jsonl as the side "start"."""
-    if run_cell is None:
-        from harness.running.runner import CellRunner
-
-        run_cell = CellRunner(store).run
     began = time.monotonic()
-    record = run_cell(cell, 0)
-    line = json.dumps({"side": "start", "block": None, **record.to_json()}, default=str) + "\n"
-    append_whole(store.root / RACES_JSONL, line.encode(), "the race's record")
+    record = runner_for(store, run_cell)(cell, 0)
+    keep(store, "start", None, record)
     return record, time.monotonic() - began
 
 
@@ -86,11 +96,7 @@ def race(incumbent: Cell, challenger: Cell, store: RunStore, opts: RaceOptions, 
     time / challenger's time) decides or the next block would end past `opts.budget_s`
     (blocks_to_decide blocks are run whatever the budget: fewer can only end undecided).
     `run_cell(cell, repeat) -> Record` runs one cell (the harness's CellRunner by default)."""
-    if run_cell is None:
-        from harness.running.runner import CellRunner
-
-        runner = CellRunner(store)
-        run_cell = runner.run
+    run_cell = runner_for(store, run_cell)
     if incumbent.target is None or challenger.target is None:
         raise ValueError("a race needs cells with a quality target")
     rng = random.Random(opts.seed)
@@ -114,20 +120,20 @@ def race(incumbent: Cell, challenger: Cell, store: RunStore, opts: RaceOptions, 
         for side in order:
             cell = incumbent if side == "incumbent" else challenger
             record = run_cell(cell, len(values))
-            line = json.dumps({"side": side, "block": len(values), **record.to_json()}, default=str) + "\n"
-            append_whole(store.root / RACES_JSONL, line.encode(), "the race's record")
+            keep(store, side, len(values), record)
             times[side] = time_to_target(record, cell.duration or 0.0)
-            if times[side][0] is None:
+            if times[side][0] is None:  # the other side's run would compare with nothing
                 why = record.reason or f"it counted no {TIME} and no miss"
                 decision, reason = ERROR, f"the {side}'s run ended {record.status}: {why}"
+                break
         block_s.append(time.monotonic() - started)
-        value = block_value(times["incumbent"], times["challenger"])
-        values.append(value)
         details.append(
             {"order": order, **{f"{s}_s": times[s][0] for s in times}, **{f"{s}_reached": times[s][1] for s in times}}
         )
         if decision == ERROR:
+            values.append(None)
             break
+        values.append(block_value(times["incumbent"], times["challenger"]))
         if sum(v is not None for v in values) == 0:
             if len(values) >= floor:
                 reason = f"neither side reached the target in {len(values)} blocks: nothing was compared"

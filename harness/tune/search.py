@@ -218,7 +218,7 @@ class Tuner:
         if step.index == 0 and not counted(found.record):
             raise UserError(no_rate(found.record, describe(step.incumbent)))
         if step.index == 0 and self.race_cell is not None:
-            self.pilot(step)
+            self.measure_start(step)
         step.limit = found.limit.to_json()
         step.evidence_s = found.seconds
         step.metric = headline_rate([found.record])
@@ -233,7 +233,7 @@ class Tuner:
         self.save()
         return found.limit
 
-    def pilot(self, step: Step) -> None:
+    def measure_start(self, step: Step) -> None:
         """The start run once to its target (harness.tune.race.pilot): two such runs are the
         first guess of a race block, and a start that fails or misses is said now."""
         cap = self.state.options.target_cap_s

@@ -150,10 +150,11 @@ def test_a_tune_races_to_the_target_and_confirms_the_winner(cli, tmp_path, monke
 
 
 def test_cells_of_a_race_are_the_tunes_cells_with_the_target(tmp_path):
-    from harness.commands.tune import cell_maker, overrides_for
+    from harness.commands.tune import cell_maker, overrides_for, race_overrides
 
     opts = TuneOptions(objective=TIME_TO_TARGET, target="nash_conv<=0.02", target_every=0.25, target_cap_s=45.0)
-    rate_cell = cell_maker(overrides_for("mccfr", {"game": "kuhn"}, None, "tune"))({"batch_size": 50})
-    race_cell = cell_maker(overrides_for("mccfr", {"game": "kuhn"}, None, "tune", opts))({"batch_size": 50})
+    base = overrides_for("mccfr", {"game": "kuhn"}, None, "tune")
+    rate_cell = cell_maker(base)({"batch_size": 50})
+    race_cell = cell_maker(race_overrides(base, opts))({"batch_size": 50})
     assert rate_cell.target is None and race_cell.params == rate_cell.params
     assert race_cell.target == "nash_conv<=0.02" and race_cell.duration == 45.0 and race_cell.target_every == 0.25
