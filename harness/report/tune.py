@@ -39,12 +39,20 @@ def trail_rows(doc: dict[str, Any]) -> list[list[str]]:
                     incumbent if i == 0 else "",
                     limit if i == 0 else "",
                     f"{trial['knob']}={trial['value']}{adopted}",
-                    trial["why"],
+                    why_of(trial),
                     duel.get("said", "not run"),
                     f"{duel.get('seconds', 0):.0f}",
                 ]
             )
     return rows
+
+
+def why_of(trial: dict[str, Any]) -> str:
+    """Why the trial was tried, with the screen's readings that chose its value (if any)."""
+    screen = trial.get("screen")
+    if not screen:
+        return str(trial["why"])
+    return f"{trial['why']} ({screen['said']}; {screen.get('seconds', 0):.0f} s)"
 
 
 def summary_lines(doc: dict[str, Any]) -> list[str]:

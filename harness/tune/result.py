@@ -44,6 +44,7 @@ class Trial:
     params: dict[str, Any]  # the challenger's knob values
     duel: dict[str, Any] | None = None  # harness.tune.duel.Duel.to_json()
     started_s: float = 0.0  # since the tune began
+    screen: dict[str, Any] | None = None  # the screen that chose this value (harness.tune.screen.Screen.to_json())
 
     @property
     def decision(self) -> str | None:

@@ -31,6 +31,7 @@ from harness.causal.result import CausalOptions
 from harness.errors import UserError
 from harness.model.vocabulary import Vocabulary
 from harness.running.matrix import Cell
+from harness.running.runner import CellRunner
 from harness.runs.files import write_json_atomic
 from harness.runs.store import RunStore
 from harness.runs.view import headline_rate
@@ -40,6 +41,7 @@ from harness.tune.duel import BETTER, Duel, duel, slicing_for
 from harness.tune.evidence import counted, gather, report_gap, with_startup
 from harness.tune.race import RaceOptions, pilot, race, time_to_target
 from harness.tune.result import TUNE_JSON, Step, Trial, TuneState, key_of
+from harness.tune.screen import Screen, ahead, screen, spread
 from harness.tune.space import Knob, _same, moves_for
 
 BLOCK_S_GUESS = 15.0  # seconds per A/B block before one was measured
@@ -75,6 +77,7 @@ class Tuner:
         self._model: Any = None  # the worker axis's USL fit (harness.tune.workers), this session's
         self._slow_start = False  # the program needed the longer start-up cap (harness.tune.evidence)
         self._cell_s: float | None = None  # launch to end of the last measured cell, seconds
+        self._screened: set[tuple[int, str, str]] = set()  # (step, knob, way) screened this session
         self._adds_work = {m.knob for moves in words.relieves.values() for m in moves if m.adds_work}
         if words.workers:
             self._adds_work.add(words.workers)
@@ -156,7 +159,9 @@ class Tuner:
             if not trials:
                 state.conclusion = "every move of every knob was tried from this incumbent"
                 return "converged"
-            for trial in trials:
+            queue = list(trials)
+            while queue:
+                trial = self.screened(step, queue.pop(0), queue)
                 # an A/B gets at least the blocks that can decide at all, however slow they run
                 budget = min(max(state.options.duel_budget_s, self.duel_time()), self.left() - self.final_reserve())
                 if budget < self.duel_time():
@@ -282,6 +287,49 @@ class Tuner:
         self.announce(f"  the worker axis: {workers.said(found)}")
         self.save()
 
+    def screened(self, step: Step, trial: Trial, queue: list[Trial]) -> Trial:
+        """`trial`, or first the best reading of a screen of its knob's values that way
+        (harness.tune.screen), `trial` itself then waiting at the head of `queue`. Screened: an
+        ordered knob's move with two or more untried values ahead, once per knob and way in a
+        step, when the budget holds the readings and an A/B after them. Not screened: races
+        (a rate's reading is not the race's objective) and the worker knob once the scaling
+        model has read its axis."""
+        knob = next(k for k in self.state.knobs if k.name == trial.knob)
+        modelled = self._model is not None and knob == self.worker_knob()
+        if not knob.ordered or self.race_cell is not None or modelled:
+            return trial
+        current = step.incumbent[knob.name]
+        toward = "up" if float(trial.value) > float(current) else "down"
+        if (step.index, knob.name, toward) in self._screened:
+            return trial
+        tried = self.state.tried() | {key_of(t.params) for t in step.trials}
+        values = spread(
+            [v for v in ahead(knob, current, toward) if key_of({**step.incumbent, knob.name: v}) not in tried]
+        )
+        per_cell = max(self.state.options.evidence_s + 10, self._cell_s or 0.0)
+        if len(values) < 2 or self.left() - self.final_reserve() < len(values) * per_cell + self.duel_time():
+            return trial
+        self._screened.add((step.index, knob.name, toward))
+        self.announce(f"  screen {knob.name} {toward}: {', '.join(map(str, values))}, one reading each")
+        got = screen(knob, values, lambda value: self.reading({**step.incumbent, knob.name: value}))
+        self.announce(f"    {got.describe()}")
+        best = got.best()
+        if best is None or _same(best, trial.value):
+            trial.screen = got.to_json()
+            return trial
+        params = {**step.incumbent, knob.name: best}
+        queue[:] = [t for t in queue if key_of(t.params) != key_of(params)]
+        queue.insert(0, trial)
+        return Trial(knob.name, best, f"{trial.why}; the screen's best reading", params, screen=got.to_json())
+
+    def reading(self, values: dict[str, Any]) -> tuple[str | None, float | None]:
+        """One measured cell of `values` (a record in the tune's run): its headline and rate."""
+        record = CellRunner(self.store).run(self.measured_cell(values), 0)
+        self.store.append(record)
+        self._cell_s = record.number("wall_s") or self._cell_s
+        metric = headline_rate([record]) if record.ok else None
+        return metric, (record.number(metric) if metric else None)
+
     def trial(self, step: Step, trial: Trial, budget: float) -> None:
         opts = self.state.options
         trial.started_s = self.elapsed()
@@ -339,8 +387,9 @@ class Tuner:
             knob = knobs[last.knob]
             if knob.ordered:
                 toward = "up" if float(last.value) > float(previous.incumbent[last.knob]) else "down"
-                if not blocked(knob, toward):
-                    add(knob, knob.step(incumbent[knob.name], toward), f"continues {knob.name} {toward}")
+                onward = knob.step(incumbent[knob.name], toward)
+                if not blocked(knob, toward) and not screened_lower(previous, last, onward):
+                    add(knob, onward, f"continues {knob.name} {toward}")
         for name in limit.limits():
             kind = "critical" if name in limit.groups else "finding"
             for move in moves_for(self.words, name, settings):
@@ -401,6 +450,20 @@ def no_rate(record: Any, start: str) -> str:
         said = [w for w in record.warnings if "progress" in w or "throughput" in w]
         why = said[0] if said else "it counted no progress in its measured window"
     return f"harness tune compares rates, and the start ({start}) measured none: {why}"
+
+
+def screened_lower(step: Step, adopted: Trial, onward: Any) -> bool:
+    """Whether a screen of the adopted move's knob in `step` read the next value that way
+    lower than the adopted one: the climb then does not continue first (the value is still
+    tried with every knob in turn)."""
+    for trial in step.trials:
+        if trial.screen is None or trial.screen["knob"] != adopted.knob or onward is None:
+            continue
+        got = Screen.from_json(trial.screen)
+        there, here = got.read(onward), got.read(adopted.value)
+        if there is not None and here is not None and there < here:
+            return True
+    return False
 
 
 def neighbours(knob: Knob, value: Any, no_up: bool) -> list[Any]:

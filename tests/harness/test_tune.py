@@ -482,3 +482,76 @@ def test_a_program_whose_progress_comes_in_bursts_gets_slices_that_span_them(tmp
     lines = ["t_s,phase,metric,value", *(f"{t},{phase},global_step,{v}" for t, phase, v in rows)]
     (tmp_path / "series" / "c-0.csv").write_text("\n".join(lines) + "\n")
     assert report_gap(tmp_path, rec) == pytest.approx(2.0)
+
+
+# ------------------------------------------------------------------ the screen
+
+
+def test_spread_keeps_both_ends_and_ahead_runs_nearest_first():
+    from harness.tune.screen import ahead, spread
+
+    knob = parse_knob("batch=25,50,100,200,400,800")
+    assert ahead(knob, 100, "up") == [200, 400, 800] and ahead(knob, 100, "down") == [50, 25]
+    assert ahead(knob, 800, "up") == []
+    assert spread([1, 2, 3, 4, 5, 6, 7], 4) == [1, 3, 5, 7] and spread([1, 2], 4) == [1, 2]
+
+
+def screening_tuner(tmp_path, monkeypatch, decisions: dict[int, str], rates: dict[int, float]):
+    """A tune of batch=25..400 whose main is critical and relieved by a larger batch, with
+    readings and A/Bs from tables (no processes); the readings taken are listed."""
+    words = Vocabulary(relieves={"main": (Move("batch", "up"),)})
+    t = tuner([parse_knob("batch=25,50,100,200,400")], words, {"batch": 25}, tmp_path)
+    t.make_cell = lambda values: values
+    read: list[int] = []
+
+    def reading(self, values):
+        read.append(values["batch"])
+        return "iters_per_s", rates[values["batch"]]
+
+    def duel(incumbent, challenger, run_root, opts, min_gain, words=None):
+        decision = decisions.get(challenger["batch"], WORSE)
+        interval = Interval(7, 0.3, 0.1, 0.5) if decision == BETTER else Interval(7, -0.3, -0.5, -0.1)
+        return Duel(decision, interval, 7, 1.0, "iters_per_s", "")
+
+    def evidence(self, step):
+        step.limit = read_limit(causal_doc(main="critical"), [], {"cpu_util_mean": 50}, 2).to_json()
+        return search_module.Limit.from_json(step.limit)
+
+    monkeypatch.setattr(Tuner, "reading", reading)
+    monkeypatch.setattr(Tuner, "evidence", evidence)
+    monkeypatch.setattr(search_module, "duel", duel)
+    return t, read
+
+
+def test_a_screen_proposes_its_best_reading_before_the_one_step_move(tmp_path, monkeypatch):
+    rates = {25: 10.0, 50: 20.0, 100: 40.0, 200: 70.0, 400: 90.0}
+    t, read = screening_tuner(tmp_path, monkeypatch, {400: BETTER}, rates)
+    assert t.search() == "converged"
+    first = t.state.steps[0]
+    assert read[:4] == [50, 100, 200, 400]  # every value ahead, once each, in the knob's order
+    assert (first.trials[0].value, first.trials[0].decision) == (400, BETTER)  # 25 -> 400 in one A/B
+    assert first.trials[0].why.endswith("the screen's best reading") and first.trials[0].screen["rates"][-1] == 90.0
+    assert t.state.best == {"batch": 400} and len(first.trials) == 1
+
+
+def test_a_screened_value_that_loses_its_ab_leaves_the_one_step_move_to_follow(tmp_path, monkeypatch):
+    # 400 read best (a lucky reading) but its A/B says worse: 50 is tried next, not screened again
+    rates = {25: 10.0, 50: 20.0, 100: 15.0, 200: 12.0, 400: 30.0}
+    t, read = screening_tuner(tmp_path, monkeypatch, {50: BETTER}, rates)
+    t.search()
+    first = t.state.steps[0]
+    assert [(x.value, x.decision) for x in first.trials] == [(400, WORSE), (50, BETTER)]
+    assert read[:4] == [50, 100, 200, 400]
+    # from 50, the screen read 100 below 50: the climb does not continue first; the next step
+    # screens what is ahead of 50 and untried (100, 200), and with no winner there it converges
+    second = t.state.steps[1]
+    assert second.trials and second.trials[0].why != "continues batch up"
+    assert read[4:6] == [100, 200]
+
+
+def test_no_screen_when_the_budget_holds_no_ab_after_it(tmp_path, monkeypatch):
+    rates = {25: 10.0, 50: 20.0, 100: 40.0, 200: 70.0, 400: 90.0}
+    t, read = screening_tuner(tmp_path, monkeypatch, {50: BETTER}, rates)
+    t._cell_s = 400.0  # a slow program: its A/B fits the budget, four readings beside it do not
+    t.search()
+    assert read == [] and t.state.steps[0].trials[0].value == 50
