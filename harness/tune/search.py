@@ -6,11 +6,12 @@ A step gathers the incumbent's evidence (harness.tune.evidence: a measured cell,
 findings, a causal experiment), turns it into what limits it (harness.tune.bottleneck), and
 proposes moves in this order: the last adopted move again (a climb keeps its direction),
 the moves that relieve each limit (the suite's `relieves` and remedies, `@GROUP` knobs), then
-every knob in turn. Each proposal is an A/B against the incumbent (harness.tune.duel): the
-first one decided "better" becomes the incumbent and a new step begins; "worse" and
-"undecided" are dropped, never retried. When the machine is the limit (every group slack,
-the cores busy) moves that add work are not proposed. A step with no winner ends the search
-(converged).
+every knob in turn. A move along an ordered knob is screened first (harness.tune.screen: one
+reading of each value ahead, the best proposed before the one-step move). Each proposal is
+an A/B against the incumbent (harness.tune.duel): the first one decided "better" becomes
+the incumbent and a new step begins; "worse" and "undecided" are dropped, never retried.
+When the machine is the limit (every group slack, the cores busy) moves that add work are
+not proposed. A step with no winner ends the search (converged).
 
 The final A/B runs the winner against the start at the final confidence; if it does not
 confirm the winner, the start stays and the conclusion says why. The state is written to
@@ -78,6 +79,7 @@ class Tuner:
         self._slow_start = False  # the program needed the longer start-up cap (harness.tune.evidence)
         self._cell_s: float | None = None  # launch to end of the last measured cell, seconds
         self._screened: set[tuple[int, str, str]] = set()  # (step, knob, way) screened this session
+        self._readings: dict[str, tuple[str | None, float | None]] = {}  # key_of(params) -> one reading's (metric, rate)
         self._adds_work = {m.knob for moves in words.relieves.values() for m in moves if m.adds_work}
         if words.workers:
             self._adds_work.add(words.workers)
@@ -130,9 +132,11 @@ class Tuner:
         """What the budget allowed, and what a step costs at the blocks measured so far."""
         duels = sum(1 for s in self.state.steps for t in s.trials if t.duel)
         step_s = self.evidence_time() + self.duel_time()
+        # before any block ran, a block's length is a guess, and is said to be one
+        per_block = f"{self.block_s():.0f} s a block" if self._block_s else f"a guessed {self.block_s():.0f} s a block"
         return (
-            f"the budget ({self.state.options.budget_s:g} s) ran out after {duels} A/B(s) at {self.block_s():.0f} s a "
-            f"block: a step needs about {step_s:.0f} s and the final A/B {self.final_reserve():.0f} s (--budget)"
+            f"the budget ({self.state.options.budget_s:g} s) ran out after {duels} A/B(s) at {per_block}: "
+            f"a step needs about {step_s:.0f} s and the final A/B {self.final_reserve():.0f} s (--budget)"
         )
 
     def search(self) -> str:
@@ -229,6 +233,7 @@ class Tuner:
         step.metric = headline_rate([found.record])
         if step.metric:
             step.rate = found.record.number(step.metric)
+            self._readings[key_of(step.incumbent)] = (step.metric, step.rate)
         self.announce(f"  limited by: {found.limit.describe()}")
         for note in found.limit.notes:
             self.announce(f"  ({note})")
@@ -306,11 +311,13 @@ class Tuner:
         values = spread(
             [v for v in ahead(knob, current, toward) if key_of({**step.incumbent, knob.name: v}) not in tried]
         )
+        unread = [v for v in values if key_of({**step.incumbent, knob.name: v}) not in self._readings]
         per_cell = max(self.state.options.evidence_s + 10, self._cell_s or 0.0)
-        if len(values) < 2 or self.left() - self.final_reserve() < len(values) * per_cell + self.duel_time():
+        if len(values) < 2 or self.left() - self.final_reserve() < len(unread) * per_cell + self.duel_time():
             return trial
         self._screened.add((step.index, knob.name, toward))
-        self.announce(f"  screen {knob.name} {toward}: {', '.join(map(str, values))}, one reading each")
+        earlier = f" ({len(values) - len(unread)} read earlier)" if len(unread) < len(values) else ""
+        self.announce(f"  screen {knob.name} {toward}: {', '.join(map(str, values))}, one reading each{earlier}")
         got = screen(knob, values, lambda value: self.reading({**step.incumbent, knob.name: value}))
         self.announce(f"    {got.describe()}")
         best = got.best()
@@ -323,12 +330,18 @@ class Tuner:
         return Trial(knob.name, best, f"{trial.why}; the screen's best reading", params, screen=got.to_json())
 
     def reading(self, values: dict[str, Any]) -> tuple[str | None, float | None]:
-        """One measured cell of `values` (a record in the tune's run): its headline and rate."""
-        record = CellRunner(self.store).run(self.measured_cell(values), 0)
-        self.store.append(record)
-        self._cell_s = record.number("wall_s") or self._cell_s
-        metric = headline_rate([record]) if record.ok else None
-        return metric, (record.number(metric) if metric else None)
+        """One measured cell of `values` (a record in the tune's run): its headline and rate.
+        Settings read before in this session (a screen's or an incumbent's evidence cell) are
+        not read again: self-play's second screen read leaves 8, 4, 2, 1 again, 56 s, all of
+        which its first screen and the start's evidence had read."""
+        key = key_of(values)
+        if key not in self._readings:
+            record = CellRunner(self.store).run(self.measured_cell(values), 0)
+            self.store.append(record)
+            self._cell_s = record.number("wall_s") or self._cell_s
+            metric = headline_rate([record]) if record.ok else None
+            self._readings[key] = (metric, record.number(metric) if metric else None)
+        return self._readings[key]
 
     def trial(self, step: Step, trial: Trial, budget: float) -> None:
         opts = self.state.options

@@ -504,9 +504,13 @@ def screening_tuner(tmp_path, monkeypatch, decisions: dict[int, str], rates: dic
     t.make_cell = lambda values: values
     read: list[int] = []
 
-    def reading(self, values):
-        read.append(values["batch"])
-        return "iters_per_s", rates[values["batch"]]
+    class Runner:
+        def __init__(self, store):
+            pass
+
+        def run(self, cell, repeat):
+            read.append(cell["batch"])
+            return record(rates[cell["batch"]])
 
     def duel(incumbent, challenger, run_root, opts, min_gain, words=None):
         decision = decisions.get(challenger["batch"], WORSE)
@@ -517,7 +521,8 @@ def screening_tuner(tmp_path, monkeypatch, decisions: dict[int, str], rates: dic
         step.limit = read_limit(causal_doc(main="critical"), [], {"cpu_util_mean": 50}, 2).to_json()
         return search_module.Limit.from_json(step.limit)
 
-    monkeypatch.setattr(Tuner, "reading", reading)
+    monkeypatch.setattr(search_module, "CellRunner", Runner)
+    monkeypatch.setattr(Tuner, "measured_cell", lambda self, values: values)
     monkeypatch.setattr(Tuner, "evidence", evidence)
     monkeypatch.setattr(search_module, "duel", duel)
     return t, read
@@ -542,11 +547,11 @@ def test_a_screened_value_that_loses_its_ab_leaves_the_one_step_move_to_follow(t
     first = t.state.steps[0]
     assert [(x.value, x.decision) for x in first.trials] == [(400, WORSE), (50, BETTER)]
     assert read[:4] == [50, 100, 200, 400]
-    # from 50, the screen read 100 below 50: the climb does not continue first; the next step
-    # screens what is ahead of 50 and untried (100, 200), and with no winner there it converges
+    # from 50, the screen read 100 below 50: the climb does not continue first; the next step's
+    # screen of what is ahead of 50 and untried (100, 200) takes the readings it already has
     second = t.state.steps[1]
     assert second.trials and second.trials[0].why != "continues batch up"
-    assert read[4:6] == [100, 200]
+    assert second.trials[0].screen["rates"] == [15.0, 12.0] and read == [50, 100, 200, 400]
 
 
 def test_no_screen_when_the_budget_holds_no_ab_after_it(tmp_path, monkeypatch):
@@ -555,3 +560,10 @@ def test_no_screen_when_the_budget_holds_no_ab_after_it(tmp_path, monkeypatch):
     t._cell_s = 400.0  # a slow program: its A/B fits the budget, four readings beside it do not
     t.search()
     assert read == [] and t.state.steps[0].trials[0].value == 50
+
+
+def test_a_budget_spent_before_any_block_says_its_block_length_was_guessed(tmp_path):
+    t = tuner([parse_knob("slowdown=1,2,4")], Vocabulary(), {"slowdown": 4}, tmp_path)
+    assert "at a guessed 15 s a block" in t.out_of_budget()
+    t._block_s = [42.0]
+    assert "at 42 s a block" in t.out_of_budget() and "guessed" not in t.out_of_budget()
