@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.tune.space import Knob
+from harness.tune.space import Knob, _same
 
 SCREEN_MOST = 4  # values read per screen; a longer range is sampled evenly, both ends kept
 
@@ -50,13 +50,15 @@ class Screen:
     seconds: float = 0.0
 
     def best(self) -> Any | None:
-        """The value with the highest reading; None when none gave one."""
+        """The value with the highest reading; None when fewer than two gave one (a lone
+        reading orders nothing: rl_zoo3's steps screen read 64 and 256 as "no rate", and its
+        one reading, 128, became a challenger whose A/B then had no rate on both sides)."""
         read = [(rate, i) for i, rate in enumerate(self.rates) if rate is not None]
-        return self.values[max(read)[1]] if read else None
+        return self.values[max(read)[1]] if len(read) >= 2 else None
 
     def read(self, value: Any) -> float | None:
         for v, rate in zip(self.values, self.rates, strict=False):
-            if str(v) == str(value):
+            if _same(v, value):
                 return rate
         return None
 

@@ -567,3 +567,12 @@ def test_a_budget_spent_before_any_block_says_its_block_length_was_guessed(tmp_p
     assert "at a guessed 15 s a block" in t.out_of_budget()
     t._block_s = [42.0]
     assert "at 42 s a block" in t.out_of_budget() and "guessed" not in t.out_of_budget()
+
+
+def test_a_screen_with_one_rate_orders_nothing_and_reads_values_as_numbers():
+    from harness.tune.screen import Screen
+
+    lone = Screen("steps", [64, 128, 256], [None, 415.2, None])
+    assert lone.best() is None  # rl_zoo3's steps screen: one reading is not an order
+    assert Screen("steps", [64, 128], [300.0, 415.2]).best() == 128
+    assert Screen("lr", [0.5, 1], [1.0, 2.0]).read(1.0) == 2.0  # 1 and 1.0 are one value
