@@ -155,6 +155,11 @@ def _has_gpu() -> bool:
     return bool(gpu_info()["gpus"])
 
 
+# give_up(series, interval, blocks run, blocks the budget holds) -> why the A/B stops undecided
+# now, or None to go on (harness tune: a challenger's gain too small to decide in its budget)
+GiveUp = Callable[[list[list[float | None]], Interval, int, float], str | None]
+
+
 class CellRun:
     """One cell's A/B in progress: its slicer, the blocks so far, the decision they give."""
 
@@ -168,9 +173,12 @@ class CellRun:
         cand_cell: Cell | None = None,
         decider: Callable[[Interval], str] | None = None,
         words: Vocabulary | None = None,
+        give_up: GiveUp | None = None,
     ) -> None:
         self.opts = opts
         self.decider = decider
+        self.give_up = give_up
+        self.gave_up = ""  # why give_up ended the A/B undecided before its budget
         seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
         self.result = CellAB(cell, cell_label(cell.suite, cell.params), seed=seed)
         if cell.work is not None:
@@ -225,6 +233,12 @@ class CellRun:
             result.decided_s = result.spent_s
             self.close()
             return True
+        if self.give_up is not None and result.interval.n:
+            held = self.opts.budget_s / max(self.per_block_s, 1e-9)
+            self.gave_up = self.give_up(series, result.interval, len(result.blocks), held) or ""
+            if self.gave_up:
+                self.close()
+                return True
         return False
 
     def finish(self) -> CellAB:
@@ -233,7 +247,7 @@ class CellRun:
         result = self.result
         if result.decision != "error":
             result.decision = final(self.decision)
-            result.reason = _reason(result, self.opts, self.per_block_s) if self.decider is None else ""
+            result.reason = self.gave_up or (_reason(result, self.opts, self.per_block_s) if self.decider is None else "")
         return result
 
     def close(self) -> None:
@@ -315,7 +329,7 @@ def _reason(result: CellAB, opts: ABOptions, per_block_s: float) -> str:
             reason + f"; no decision is possible before {fewest} blocks at {100 * (1 - opts.alpha):g} % (--min-blocks)"
         )
     series = [[v for b in result.blocks if (v := b.value_of(e)) is not None] for e in result.estimands]
-    need = blocks_needed(series, interval.estimate, boundary(opts.tolerance), opts.floor_blocks)
+    need = blocks_needed(series, interval.estimate, boundary(opts.tolerance), opts.floor_blocks, opts.alpha)
     if need is None:
         return (
             reason + f"; its estimate sits at {edge:.3f}: no budget is likely to decide, a tolerance either side would"
@@ -328,22 +342,29 @@ def _reason(result: CellAB, opts: ABOptions, per_block_s: float) -> str:
     return reason
 
 
-# blocks to decide, as the clipped bets need them for normal blocks of robust sd s at a distance d
-# from the boundary: median over simulated A/Bs ~ NEED_PER_SPREAD (s/d)^2 + NEED_EXTRA (4 at
-# s/d = 0.5 (the floor), 12 at 1, 30 at 2, 64 at 3; heavier tails need fewer)
-NEED_PER_SPREAD, NEED_EXTRA = 7.5, 4.0
+# blocks to decide, as the clipped bets need them at 95 % for normal blocks of robust sd s at a
+# distance d from the boundary: median over simulated A/Bs ~ NEED_PER_SPREAD (s/d)^2 + NEED_EXTRA
+# (4 at s/d = 0.5 (the floor), 12 at 1, 30 at 2, 64 at 3; heavier tails need fewer). Another
+# confidence scales the first term by log(1/alpha) / log(20): at 80 % the simulation needed 14
+# blocks at s/d = 2 and 35 at 3, the scaled projection says 20 and 40.
+NEED_PER_SPREAD, NEED_EXTRA, NEED_ALPHA = 7.5, 4.0, 0.05
 
 
-def blocks_needed(series: list[list[float]], estimate: float, edge: float, floor: int) -> int | None:
+def blocks_needed(
+    series: list[list[float]], estimate: float, edge: float, floor: int, alpha: float = NEED_ALPHA
+) -> int | None:
     """About how many blocks would decide, if the blocks keep their robust spread (the widest
     estimand's) and the estimate stays where it is: a projection from the spread, not the
     interval's width (with few blocks that is set by the farthest ones); None where the
-    estimate sits at the edge or no spread is known yet."""
-    spreads = [1.4826 * float(np.median(np.abs(np.array(x) - np.median(x)))) for x in series if len(x) >= 3]
+    estimate sits at the edge or no spread is known yet. Missing values (None) are left out."""
+    kept = [[v for v in x if v is not None and math.isfinite(v)] for x in series]
+    spreads = [1.4826 * float(np.median(np.abs(np.array(x) - np.median(x)))) for x in kept if len(x) >= 3]
     distance = abs(estimate - edge)
     if not spreads or distance < 1e-4 or not math.isfinite(estimate):
         return None
-    return max(floor, math.ceil(NEED_PER_SPREAD * (max(spreads) / distance) ** 2 + NEED_EXTRA))
+    per_spread = NEED_PER_SPREAD * math.log(1 / alpha) / math.log(1 / NEED_ALPHA)
+    return max(floor, math.ceil(per_spread * (max(spreads) / distance) ** 2 + NEED_EXTRA))
+
 
 
 def run_cell(
@@ -356,13 +377,17 @@ def run_cell(
     cand_cell: Cell | None = None,
     decider: Callable[[Interval], str] | None = None,
     words: Vocabulary | None = None,
+    give_up: GiveUp | None = None,
 ) -> CellAB:
     """One cell's A/B: blocks until a decision or its budget. `cand_cell` runs other params
     on the candidate's side (harness tune's challenger); `decider` reads the interval instead
     of the tolerance's regression / ok / continue (anything but "continue" ends the A/B);
     `words` another vocabulary than the suite's (its first rate the counter slices are
-    measured by: harness tune --objective)."""
-    return run_all([cell], base, cand, run_root, opts, on_block, cand_cell=cand_cell, decider=decider, words=words)[0]
+    measured by: harness tune --objective); `give_up` may end it undecided before its budget
+    (a stop that decides nothing cannot make a wrong decision)."""
+    return run_all(
+        [cell], base, cand, run_root, opts, on_block, cand_cell=cand_cell, decider=decider, words=words, give_up=give_up
+    )[0]
 
 
 def run_all(
@@ -376,6 +401,7 @@ def run_all(
     cand_cell: Cell | None = None,
     decider: Callable[[Interval], str] | None = None,
     words: Vocabulary | None = None,
+    give_up: GiveUp | None = None,
 ) -> list[CellAB]:
     """Every cell's A/B, the cells' blocks interleaved and their budget pooled: the next block
     goes to the undecided cell that has had the least A/B time (so a slow cell cannot starve
@@ -383,8 +409,8 @@ def run_all(
     of blocks, and no block starts that would end past the pool (budget x cells).
     `on_cell` gets the finished results, in the cells' order, each time one finishes (so an
     interrupted A/B still leaves what it measured). `cand_cell`, `decider`, `words`: as
-    run_cell's (harness tune runs one cell)."""
-    runs = [CellRun(cell, base, cand, run_root, opts, cand_cell, decider, words) for cell in cells]
+    run_cell's (harness tune runs one cell), `give_up` too."""
+    runs = [CellRun(cell, base, cand, run_root, opts, cand_cell, decider, words, give_up) for cell in cells]
     pool = opts.budget_s * len(cells)
     done: dict[int, CellAB] = {}
 

@@ -42,6 +42,12 @@ def tune(
     ),
     duel_budget: float = typer.Option(150.0, "--duel-budget", help="seconds one challenger's A/B may take"),
     evidence: float = typer.Option(8.0, "--evidence", help="measured seconds of the incumbent's diagnosed cell"),
+    screen: float = typer.Option(
+        4.0,
+        "--screen",
+        help="measured seconds of each screen reading (one short reading of a value before any A/B; "
+        "a program whose progress comes in bursts gets --evidence's)",
+    ),
     causal_budget: float = typer.Option(
         60.0, "--causal-budget", help="seconds of the causal experiment on each incumbent (0: findings only)"
     ),
@@ -77,7 +83,7 @@ def tune(
     from harness.tune.result import TuneOptions
 
     opts = TuneOptions(
-        budget_s=budget, min_gain=min_gain, duel_budget_s=duel_budget, evidence_s=evidence,
+        budget_s=budget, min_gain=min_gain, duel_budget_s=duel_budget, evidence_s=evidence, screen_s=screen,
         causal_budget_s=causal_budget, objective=objective, seed=seed, final_alpha=1 - confidence,
         step_alpha=1 - step_confidence, target=target, target_every=target_every, target_cap_s=target_cap,
     )  # fmt: skip
@@ -97,6 +103,8 @@ def check_options(opts: TuneOptions) -> None:
         raise UserError(f"--duel-budget {opts.duel_budget_s:g}: seconds, > 0")
     if opts.evidence_s <= 0:
         raise UserError(f"--evidence {opts.evidence_s:g}: measured seconds, > 0")
+    if opts.screen_s <= 0:
+        raise UserError(f"--screen {opts.screen_s:g}: measured seconds, > 0")
     for flag, alpha in (("--confidence", opts.final_alpha), ("--step-confidence", opts.step_alpha)):
         if not 0 < alpha < 1:
             raise UserError(f"{flag} {1 - alpha:g}: a probability strictly between 0 and 1 (0.95 = 95 %)")

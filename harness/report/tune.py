@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.report.terminal import console_for_stdout
-from harness.tune.result import TIME_TO_TARGET
+from harness.tune.result import TIME_TO_TARGET, move_said
 
 HEADERS = ("step", "incumbent", "limited by", "tried", "why", "A/B (challenger / incumbent)", "s")
 RACE_HEADERS = (*HEADERS[:5], "race (incumbent's time / challenger's)", "s")
@@ -38,7 +38,7 @@ def trail_rows(doc: dict[str, Any]) -> list[list[str]]:
                     str(step["index"]) if i == 0 else "",
                     incumbent if i == 0 else "",
                     limit if i == 0 else "",
-                    f"{trial['knob']}={trial['value']}{adopted}",
+                    f"{move_said(trial['knob'], trial['value'])}{adopted}",
                     why_of(trial),
                     duel.get("said", "not run"),
                     f"{duel.get('seconds', 0):.0f}",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.ab.experiment import ABOptions, CellAB, run_cell
+from harness.ab.experiment import ABOptions, CellAB, GiveUp, blocks_needed, run_cell
 from harness.ab.revisions import WORKING_TREE, Side
 from harness.ab.sequential import Interval
 from harness.ab.slicing import SliceOptions
@@ -61,6 +61,36 @@ def gain_decider(min_gain: float):
     return decide
 
 
+FUTILE_AFTER = 5  # blocks before the spread is trusted for a projection
+FUTILE_FACTOR = 1.5  # stop when the blocks projected to decide exceed this many times those the budget holds
+
+
+def futility(min_gain: float, alpha: float) -> GiveUp:
+    """Stop a challenger's A/B, undecided, once its blocks say no budget it has is likely to
+    decide: the blocks projected to reach either edge (1, for "better"; 1 + min_gain, for
+    "worse") at the blocks' spread (harness.ab.experiment.blocks_needed, at the A/B's
+    confidence) exceed FUTILE_FACTOR times the blocks its budget holds. In the seeds campaign
+    at 0ba8279 the undecided A/Bs (gains of 0-5 %, 139-156 s each, six of them) were most of a
+    tune's time; replayed on their recorded blocks, this rule stopped each after 5-7 blocks
+    (444 s of the campaign's time) and no A/B that decided. Stopping decides nothing, so it
+    cannot make a wrong decision: it gives up a small gain a longer A/B might have shown."""
+    edges = (0.0, math.log1p(min_gain))
+
+    def give_up(series: list[list[float | None]], interval: Interval, blocks: int, held: float) -> str | None:
+        if blocks < FUTILE_AFTER:
+            return None
+        needs = [blocks_needed(series, interval.estimate, edge, blocks, alpha) for edge in edges]
+        known = [n for n in needs if n is not None]
+        if not known or min(known) <= FUTILE_FACTOR * held:
+            return None
+        return (
+            f"stopped after {blocks} blocks: at their spread about {min(known)} blocks would decide, "
+            f"its budget holds about {held:.0f} (a gain this small is not worth the time)"
+        )
+
+    return give_up
+
+
 @dataclass
 class Duel:
     decision: str  # better | worse | undecided | error
@@ -74,6 +104,7 @@ class Duel:
     )  # each block's challenger / incumbent (None: unmeasured)
     launch_s: list[float] = field(default_factory=list)  # each launch's seconds to counted work, both sides
     races: list[dict[str, Any]] = field(default_factory=list)  # a race's blocks (harness.tune.race): order, times
+    gave_up: bool = False  # undecided before its budget: too small a gain to decide in it (futility)
 
     def ratio(self) -> tuple[float, float, float] | None:
         return self.interval.ratios() if self.interval is not None and self.interval.n else None
@@ -83,7 +114,8 @@ class Duel:
         if got is None:
             return f"{self.decision}: {self.reason}"
         ratio, low, high = got
-        return f"{self.decision}: {ratio:.3f}x [{low:.3f}, {high:.3f}] after {self.blocks} blocks, {self.seconds:.0f} s"
+        said = f"{self.decision}: {ratio:.3f}x [{low:.3f}, {high:.3f}] after {self.blocks} blocks, {self.seconds:.0f} s"
+        return f"{said}; {self.reason}" if self.gave_up else said
 
     def to_json(self) -> dict[str, Any]:
         got = self.ratio()
@@ -99,6 +131,7 @@ class Duel:
             "block_ratios": self.block_ratios,
             "launch_s": self.launch_s,
             **({"races": self.races} if self.races else {}),
+            **({"gave_up": True} if self.gave_up else {}),
             "said": self.describe(),
         }
 
@@ -110,21 +143,31 @@ def same_code() -> tuple[Side, Side]:
 
 
 def duel(
-    incumbent: Cell, challenger: Cell, run_root: Path, opts: ABOptions, min_gain: float, words: Vocabulary | None = None
+    incumbent: Cell,
+    challenger: Cell,
+    run_root: Path,
+    opts: ABOptions,
+    min_gain: float,
+    words: Vocabulary | None = None,
+    stop_futile: bool = True,
 ) -> Duel:
     """The A/B of `challenger` against `incumbent` until a decision or `opts.budget_s`
-    (`words`: the vocabulary whose first rate the slices count, the suite's by default)."""
+    (`words`: the vocabulary whose first rate the slices count, the suite's by default), or
+    until its blocks say the budget will not decide (`stop_futile`: a step's challengers; the
+    final A/B, the tune's answer, runs to its budget)."""
     base, cand = same_code()
     got: CellAB = run_cell(
-        incumbent, base, cand, run_root, opts, cand_cell=challenger, decider=gain_decider(min_gain), words=words
-    )
+        incumbent, base, cand, run_root, opts, cand_cell=challenger, decider=gain_decider(min_gain), words=words,
+        give_up=futility(min_gain, opts.alpha) if stop_futile else None,
+    )  # fmt: skip
     decision = got.decision if got.decision in (BETTER, WORSE, ERROR) else UNDECIDED
-    reason = got.reason
-    if decision == UNDECIDED:
-        reason = undecided_reason(got)
+    gave_up = decision == UNDECIDED and bool(got.reason)  # only give_up gives a tune's A/B a reason
+    reason = got.reason if gave_up else (undecided_reason(got) if decision == UNDECIDED else got.reason)
     ratios = [math.exp(b.value) if b.value is not None else None for b in got.blocks]
     launches = [s for b in got.blocks for s in b.launch_s.values()]
-    return Duel(decision, got.interval, len(got.blocks), got.elapsed_s, got.metric, reason, ratios, launches)
+    return Duel(
+        decision, got.interval, len(got.blocks), got.elapsed_s, got.metric, reason, ratios, launches, gave_up=gave_up
+    )
 
 
 def undecided_reason(got: CellAB) -> str:

@@ -23,6 +23,7 @@ class TuneOptions:
     min_gain: float = 0.03  # a challenger whose interval lies below 1 + this is dropped
     duel_budget_s: float = 150.0  # one challenger's A/B at most
     evidence_s: float = 8.0  # the incumbent's measured cell
+    screen_s: float = 4.0  # each screen reading's measured window (a program reporting in bursts: evidence_s)
     causal_budget_s: float = 60.0  # its causal experiment (0: none)
     objective: str | None = None  # a rate counter (default: the suite's headline), or TIME_TO_TARGET
     seed: int | None = None
@@ -38,8 +39,8 @@ class TuneOptions:
 
 @dataclass
 class Trial:
-    knob: str
-    value: Any
+    knob: str  # a joint move's knobs joined by "+"
+    value: Any  # a joint move's: knob -> value
     why: str  # what the move relieves, or "every knob in turn"
     params: dict[str, Any]  # the challenger's knob values
     duel: dict[str, Any] | None = None  # harness.tune.duel.Duel.to_json()
@@ -49,6 +50,21 @@ class Trial:
     @property
     def decision(self) -> str | None:
         return self.duel["decision"] if self.duel else None
+
+    @property
+    def joint(self) -> bool:
+        """Whether the trial moves several knobs at once (harness.tune.search.Tuner.survey)."""
+        return isinstance(self.value, dict)
+
+    def said(self) -> str:
+        return move_said(self.knob, self.value)
+
+
+def move_said(knob: str, value: Any) -> str:
+    """A trial's move as the trail shows it: knob=value, or each knob a joint move sets."""
+    if isinstance(value, dict):
+        return " ".join(f"{k}={v}" for k, v in value.items())
+    return f"{knob}={value}"
 
 
 @dataclass

@@ -6,10 +6,13 @@ A step gathers the incumbent's evidence (harness.tune.evidence: a measured cell,
 findings, a causal experiment), turns it into what limits it (harness.tune.bottleneck), and
 proposes moves in this order: the last adopted move again (a climb keeps its direction),
 the moves that relieve each limit (the suite's `relieves` and remedies, `@GROUP` knobs), then
-every knob in turn. A move along an ordered knob is screened first (harness.tune.screen: one
-reading of each value ahead, the best proposed before the one-step move). Each proposal is
-an A/B against the incumbent (harness.tune.duel): the first one decided "better" becomes
-the incumbent and a new step begins; "worse" and "undecided" are dropped, never retried.
+every knob in turn. Before any A/B every proposed knob is screened (Tuner.survey: one short
+reading of the incumbent and of each value the knob could take, harness.tune.screen), and
+the readings order the A/Bs: knobs that each read 20 % above the incumbent together first,
+then each such move, then the evidence's order. Each proposal is an A/B against the
+incumbent (harness.tune.duel, given up early when its blocks say its budget cannot decide):
+the first one decided "better" becomes the incumbent and a new step begins; "worse" and
+"undecided" are dropped, never retried.
 When the machine is the limit (every group slack, the cores busy) moves that add work are
 not proposed. A step with no winner ends the search (converged).
 
@@ -48,6 +51,10 @@ from harness.tune.space import Knob, _same, moves_for
 BLOCK_S_GUESS = 15.0  # seconds per A/B block before one was measured
 LAUNCH_S_GUESS = 5.0  # seconds a race run spends starting before its clock runs
 FINAL_MARGIN = 1.5  # the final A/B is given this many times the time its fewest blocks take
+# a screen reading this far above the incumbent's is tried first and joins the joint move: one
+# reading of a cell spreads about 10 % either way on this VM (the campaign's confirmations), and
+# the actor-learner's readings of moves worth 0-5 % lay within 20 % of one another
+LEAD = 0.2
 
 
 class Tuner:
@@ -78,8 +85,8 @@ class Tuner:
         self._model: Any = None  # the worker axis's USL fit (harness.tune.workers), this session's
         self._slow_start = False  # the program needed the longer start-up cap (harness.tune.evidence)
         self._cell_s: float | None = None  # launch to end of the last measured cell, seconds
-        self._screened: set[tuple[int, str, str]] = set()  # (step, knob, way) screened this session
-        self._readings: dict[str, tuple[str | None, float | None]] = {}  # key_of(params) -> one reading's (metric, rate)
+        # key_of(params) -> one screen reading's (metric, rate), this session's
+        self._readings: dict[str, tuple[str | None, float | None]] = {}
         self._adds_work = {m.knob for moves in words.relieves.values() for m in moves if m.adds_work}
         if words.workers:
             self._adds_work.add(words.workers)
@@ -163,9 +170,9 @@ class Tuner:
             if not trials:
                 state.conclusion = "every move of every knob was tried from this incumbent"
                 return "converged"
-            queue = list(trials)
+            queue = self.survey(step, trials)
             while queue:
-                trial = self.screened(step, queue.pop(0), queue)
+                trial = queue.pop(0)
                 # an A/B gets at least the blocks that can decide at all, however slow they run
                 budget = min(max(state.options.duel_budget_s, self.duel_time()), self.left() - self.final_reserve())
                 if budget < self.duel_time():
@@ -205,10 +212,11 @@ class Tuner:
         opts = self.state.options
         return opts.evidence_s + 20.0 + opts.causal_budget_s
 
-    def measured_cell(self, values: dict[str, Any]) -> Cell:
-        """The cell the tune measures (evidence, the worker axis): `--evidence` seconds, with the
-        longer start-up cap once the program has needed it."""
-        cell = replace(self.make_cell(values), duration=self.state.options.evidence_s)
+    def measured_cell(self, values: dict[str, Any], seconds: float | None = None) -> Cell:
+        """The cell the tune measures (evidence, the worker axis, a screen's reading):
+        `--evidence` seconds (or `seconds`), with the longer start-up cap once the program
+        has needed it."""
+        cell = replace(self.make_cell(values), duration=seconds or self.state.options.evidence_s)
         return with_startup(cell) if self._slow_start else cell
 
     def evidence(self, step: Step) -> Limit:
@@ -233,7 +241,6 @@ class Tuner:
         step.metric = headline_rate([found.record])
         if step.metric:
             step.rate = found.record.number(step.metric)
-            self._readings[key_of(step.incumbent)] = (step.metric, step.rate)
         self.announce(f"  limited by: {found.limit.describe()}")
         for note in found.limit.notes:
             self.announce(f"  ({note})")
@@ -292,51 +299,133 @@ class Tuner:
         self.announce(f"  the worker axis: {workers.said(found)}")
         self.save()
 
-    def screened(self, step: Step, trial: Trial, queue: list[Trial]) -> Trial:
-        """`trial`, or first the best reading of a screen of its knob's values that way
-        (harness.tune.screen), `trial` itself then waiting at the head of `queue`. Screened: an
-        ordered knob's move with two or more untried values ahead, once per knob and way in a
-        step, when the budget holds the readings and an A/B after them. Not screened: races
-        (a rate's reading is not the race's objective) and the worker knob once the scaling
-        model has read its axis."""
-        knob = next(k for k in self.state.knobs if k.name == trial.knob)
-        modelled = self._model is not None and knob == self.worker_knob()
-        if not knob.ordered or self.race_cell is not None or modelled:
-            return trial
-        current = step.incumbent[knob.name]
-        toward = "up" if float(trial.value) > float(current) else "down"
-        if (step.index, knob.name, toward) in self._screened:
-            return trial
-        tried = self.state.tried() | {key_of(t.params) for t in step.trials}
-        values = spread(
-            [v for v in ahead(knob, current, toward) if key_of({**step.incumbent, knob.name: v}) not in tried]
-        )
-        unread = [v for v in values if key_of({**step.incumbent, knob.name: v}) not in self._readings]
-        per_cell = max(self.state.options.evidence_s + 10, self._cell_s or 0.0)
-        if len(values) < 2 or self.left() - self.final_reserve() < len(unread) * per_cell + self.duel_time():
-            return trial
-        self._screened.add((step.index, knob.name, toward))
-        earlier = f" ({len(values) - len(unread)} read earlier)" if len(unread) < len(values) else ""
-        self.announce(f"  screen {knob.name} {toward}: {', '.join(map(str, values))}, one reading each{earlier}")
-        got = screen(knob, values, lambda value: self.reading({**step.incumbent, knob.name: value}))
-        self.announce(f"    {got.describe()}")
-        best = got.best()
-        if best is None or _same(best, trial.value):
-            trial.screen = got.to_json()
-            return trial
-        params = {**step.incumbent, knob.name: best}
-        queue[:] = [t for t in queue if key_of(t.params) != key_of(params)]
-        queue.insert(0, trial)
-        return Trial(knob.name, best, f"{trial.why}; the screen's best reading", params, screen=got.to_json())
+    def survey(self, step: Step, trials: list[Trial]) -> list[Trial]:
+        """The step's proposals in the order their readings say, before any A/B. Every knob a
+        proposal moves is screened (harness.tune.screen): an ordered knob's values ahead that
+        way (at most SCREEN_MOST, spread), a categorical knob's proposed values, each read once
+        in a `--screen`-long cell, in the proposals' order while the budget holds the readings
+        and an A/B after them. Then, in this order:
 
-    def reading(self, values: dict[str, Any]) -> tuple[str | None, float | None]:
+        1. the joint move, when two or more knobs read LEAD above the incumbent's reading: each
+           such knob at its best reading, in one challenger (Hooke and Jeeves' pattern move:
+           exploratory moves one knob at a time, then the step along all of them at once). The
+           seeds campaign at 0ba8279 found MCCFR's winner (delta sync, batch 400, staleness 1)
+           one knob a step, three A/Bs and 723 s in; each of those knobs read above the start;
+        2. the moves whose value read LEAD above the incumbent, highest first (a reading of
+           4.8x is stronger evidence of a knob's worth than the causal ranking's order);
+        3. the rest in the order the evidence proposed them, an ordered knob's best reading
+           before its one-step move.
+
+        Readings only order: the A/B decides every one (a lucky reading costs an A/B, never an
+        adoption). Not screened: races (a rate's reading is not the race's objective) and the
+        worker knob once the scaling model has read its axis."""
+        if self.race_cell is not None:
+            return trials
+        screens: dict[tuple[str, str], Screen] = {}
+        for trial in trials:
+            key = self.screen_key(step, trial)
+            if key is None or key in screens:
+                continue
+            values = self.screen_values(step, trial, key, trials)
+            if not values or (len(values) < 2 and not step.rate):
+                continue  # a lone value's reading orders something only beside the incumbent's
+            unread = [v for v in values if key_of({**step.incumbent, key[0]: v}) not in self._readings]
+            base = [] if key_of(step.incumbent) in self._readings else [step.incumbent]
+            if self.left() - self.final_reserve() < len(unread + base) * self.reading_s(step) + self.duel_time():
+                break
+            if base:  # the incumbent read as its challengers are: a rate that decays in a run reads
+                # higher in a short window (MCCFR's regret tables grow: 4 s readings 1.2-1.3x its 8 s evidence)
+                metric, rate = self.reading(step.incumbent, step)
+                self.announce(f"  the incumbent read as the screens read it: {rate:.4g} {metric}" if rate else
+                              "  the incumbent's screen reading gave no rate: readings order its knobs only")
+            earlier = f" ({len(values) - len(unread)} read earlier)" if len(unread) < len(values) else ""
+            way = f" {key[1]}" if key[1] else ""
+            self.announce(f"  screen {key[0]}{way}: {', '.join(map(str, values))}, one reading each{earlier}")
+            knob = next(k for k in self.state.knobs if k.name == key[0])
+            got = screen(knob, values, lambda value, name=knob.name: self.reading({**step.incumbent, name: value}, step))
+            self.announce(f"    {got.describe()}")
+            screens[key] = got
+        return self.order(step, trials, screens)
+
+    def screen_key(self, step: Step, trial: Trial) -> tuple[str, str] | None:
+        """(knob, way) a trial's screen reads: "up" or "down" for an ordered knob, "" for a
+        categorical one; None when it is not screened (the modelled worker knob)."""
+        knob = next(k for k in self.state.knobs if k.name == trial.knob)
+        if self._model is not None and knob == self.worker_knob():
+            return None
+        if not knob.ordered:
+            return knob.name, ""
+        return knob.name, ("up" if float(trial.value) > float(step.incumbent[knob.name]) else "down")
+
+    def screen_values(self, step: Step, trial: Trial, key: tuple[str, str], trials: list[Trial]) -> list[Any]:
+        """The values a screen reads: an ordered knob's untried ones ahead that way (spread), a
+        categorical knob's proposed ones."""
+        name, toward = key
+        if not toward:
+            return [t.value for t in trials if t.knob == name]
+        knob = next(k for k in self.state.knobs if k.name == name)
+        tried = self.state.tried() | {key_of(t.params) for t in step.trials}
+        return spread(
+            [v for v in ahead(knob, step.incumbent[name], toward) if key_of({**step.incumbent, name: v}) not in tried]
+        )
+
+    def order(self, step: Step, trials: list[Trial], screens: dict[tuple[str, str], Screen]) -> list[Trial]:
+        """The queue of survey()'s three parts, each setting once."""
+        queue: list[Trial] = []
+        for trial in trials:
+            key = self.screen_key(step, trial)
+            got = screens.get(key) if key is not None else None
+            if got is None:
+                queue.append(trial)
+                continue
+            best = got.best() if key[1] else None
+            if best is not None and not _same(best, trial.value):
+                params = {**step.incumbent, trial.knob: best}
+                queue.append(Trial(trial.knob, best, f"{trial.why}; the screen's best reading", params, screen=got.to_json()))
+            else:
+                trial.screen = got.to_json()
+            queue.append(trial)
+        tried = self.state.tried() | {key_of(t.params) for t in step.trials}
+        unique = [t for i, t in enumerate(queue) if key_of(t.params) not in {key_of(u.params) for u in queue[:i]}]
+        queue = [t for t in unique if key_of(t.params) not in tried]
+        base = self._readings.get(key_of(step.incumbent), (None, None))[1]
+        if not base:
+            return queue
+        rate = {key_of(t.params): self._readings.get(key_of(t.params), (None, None))[1] for t in queue}
+        ahead_of = [t for t in queue if (r := rate[key_of(t.params)]) is not None and r >= base * (1 + LEAD)]
+        ahead_of.sort(key=lambda t: -rate[key_of(t.params)])  # type: ignore[operator]
+        rest = [t for t in queue if t not in ahead_of]
+        leaders: dict[str, Trial] = {}
+        for t in ahead_of:
+            leaders.setdefault(t.knob, t)
+        joint = {name: t.value for name, t in leaders.items()}
+        params = {**step.incumbent, **joint}
+        if len(joint) < 2 or key_of(params) in tried:
+            return ahead_of + rest
+        read = ", ".join(f"{t.said()} {rate[key_of(t.params)] / base:.2f}x" for t in leaders.values())  # type: ignore[operator]
+        why = f"each knob at its best reading, all {100 * LEAD:.0f} % or more above the incumbent's ({read})"
+        return [Trial("+".join(joint), joint, why, params), *ahead_of, *rest]
+
+    def reading_s(self, step: Step) -> float:
+        """What one screen reading is guessed to cost: its window and a launch, or the last
+        measured cell's time if that was longer."""
+        return max(self.screen_window(step) + 10, self._cell_s or 0.0)
+
+    def screen_window(self, step: Step) -> float:
+        """A screen reading's measured seconds: --screen, or --evidence's for a program whose
+        progress came in bursts (a short window may see no report: rl_zoo3's readings of 64
+        and 256 steps read "no rate")."""
+        opts = self.state.options
+        return opts.evidence_s if step.report_gap_s is not None else min(opts.screen_s, opts.evidence_s)
+
+    def reading(self, values: dict[str, Any], step: Step) -> tuple[str | None, float | None]:
         """One measured cell of `values` (a record in the tune's run): its headline and rate.
         Settings read before in this session (a screen's or an incumbent's evidence cell) are
         not read again: self-play's second screen read leaves 8, 4, 2, 1 again, 56 s, all of
         which its first screen and the start's evidence had read."""
         key = key_of(values)
         if key not in self._readings:
-            record = CellRunner(self.store).run(self.measured_cell(values), 0)
+            record = CellRunner(self.store).run(self.measured_cell(values, self.screen_window(step)), 0)
             self.store.append(record)
             self._cell_s = record.number("wall_s") or self._cell_s
             metric = headline_rate([record]) if record.ok else None
@@ -355,17 +444,21 @@ class Tuner:
         self.announce(f"    {got.describe()}")
         self.save()
 
-    def compare(self, incumbent: dict[str, Any], challenger: dict[str, Any], alpha: float, budget: float) -> Duel:
+    def compare(
+        self, incumbent: dict[str, Any], challenger: dict[str, Any], alpha: float, budget: float, final: bool = False
+    ) -> Duel:
         """The challenger against the incumbent: a race to the target with --objective
-        time-to-target, else the time-sliced A/B of the rate."""
+        time-to-target, else the time-sliced A/B of the rate (a step's stopped when it cannot
+        decide in its budget; the `final` one runs to its budget)."""
         opts = self.state.options
         if self.race_cell is not None:
             race_opts = RaceOptions(alpha=alpha, budget_s=budget, min_gain=opts.min_gain, seed=opts.seed)
             return race(self.race_cell(incumbent), self.race_cell(challenger), self.store, race_opts)
         ab = ABOptions(alpha=alpha, budget_s=budget, seed=opts.seed, slicing=self.slicing())
         return duel(
-            self.make_cell(incumbent), self.make_cell(challenger), self.store.root, ab, opts.min_gain, self.words
-        )
+            self.make_cell(incumbent), self.make_cell(challenger), self.store.root, ab, opts.min_gain, self.words,
+            stop_futile=not final,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ proposals
     def propose(self, incumbent: dict[str, Any], limit: Limit, previous: Step | None) -> list[Trial]:
@@ -395,8 +488,8 @@ class Tuner:
                 knob, "up" if float(pointed[0]) > float(incumbent[knob.name]) else "down"
             ):
                 add(knob, pointed[0], pointed[1])
-        if previous is not None and previous.adopted is not None:
-            last = previous.trials[previous.adopted]
+        if previous is not None and previous.adopted is not None and not previous.trials[previous.adopted].joint:
+            last = previous.trials[previous.adopted]  # a joint move's knobs are each read again by the survey
             knob = knobs[last.knob]
             if knob.ordered:
                 toward = "up" if float(last.value) > float(previous.incumbent[last.knob]) else "down"
@@ -437,7 +530,7 @@ class Tuner:
         if budget < need:
             budget = need  # the final A/B is the tune's answer: it gets the blocks it needs to decide at all
         self.announce(f"final A/B: {describe(state.best)} against the start {describe(state.start)}")
-        got = self.compare(state.start, state.best, state.options.final_alpha, budget)
+        got = self.compare(state.start, state.best, state.options.final_alpha, budget, final=True)
         state.final = got.to_json()
         self.announce(f"  {got.describe()}")
         if got.decision == BETTER:

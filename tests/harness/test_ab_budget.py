@@ -99,6 +99,14 @@ def test_undecided_says_what_budget_would_decide():
         taken = np.median(np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, 151))
         projected = blocks_needed([list(x[0, :40])], edge + spread / ratio, edge, blocks_to_decide())
         assert 0.6 * taken <= projected <= 1.6 * taken, (ratio, taken, projected)
+    # at 80 % (a tune's challenger) the bets reach 1/alpha sooner, and the projection says so
+    x = edge + 0.03 / 2.0 + rng.normal(0, 0.03, (300, 150))
+    _, above = evidence(x, edge)
+    hit = above >= math.log(5)
+    taken = np.median(np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, 151))
+    projected = blocks_needed([list(x[0, :40])], edge + 0.015, edge, 4, alpha=0.2)
+    assert 0.6 * taken <= projected <= 1.6 * taken, (taken, projected)
+    assert projected < blocks_needed([list(x[0, :40])], edge + 0.015, edge, 4)
     assert blocks_needed([[edge, edge + 0.01, edge - 0.01]], edge, edge, 6) is None  # at the boundary
     assert blocks_needed([[0.0, 0.1]], 0.0, edge, 6) is None  # no spread known yet
     assert blocks_needed([[0.1, 0.1001, 0.0999, 0.1]], 0.1, edge, 6) == 6  # far, tight: the floor
@@ -121,3 +129,21 @@ def test_pairs_per_block_follow_where_the_noise_is():
     assert next_pairs(slices, ("cpu", "runq")) >= 4
     assert next_pairs(slices, ("cpu", "runq"), block_budget_s=9.0) == 2  # what fits: 5 s of launches + 2 x 2 s
     assert next_pairs(slices[:2], ("cpu",)) == experiment.PAIRS_FIRST  # too few blocks to say
+
+
+def test_an_ab_given_up_ends_undecided_before_its_budget_and_says_why(scripted):
+    """give_up (harness tune's futility) is asked after every undecided block; what it says
+    ends the A/B, undecided, and is the reason. One that never gives up leaves the budget's."""
+    scripted.scripts = {"spin": (0.0, 0.05)}
+    asked: list[int] = []
+
+    def give_up(series, interval, blocks, held):
+        asked.append(blocks)
+        return f"given up at {blocks} of {held:.0f}" if blocks == 5 else None
+
+    opts = ABOptions(tolerance=0.03, budget_s=150.0, seed=4)
+    (result,) = run_all([cell("spin")], *sides(), Path("."), opts, give_up=give_up)
+    assert result.decision == "undecided" and len(result.blocks) == 5
+    assert result.reason == "given up at 5 of 15" and asked == [1, 2, 3, 4, 5]
+    (whole,) = run_all([cell("spin")], *sides(), Path("."), opts, give_up=lambda *_: None)
+    assert whole.decision == "undecided" and len(whole.blocks) == 15 and "budget" in whole.reason

@@ -157,7 +157,7 @@ def test_the_decision_needs_the_interval_on_one_side():
 def fake_duel(decisions: dict[str, str]):
     """A duel that answers from a table keyed by the challenger's slowdown (no processes)."""
 
-    def duel(incumbent, challenger, run_root, opts, min_gain, words=None):
+    def duel(incumbent, challenger, run_root, opts, min_gain, words=None, stop_futile=True):
         decision = decisions[str(challenger["slowdown"])]
         interval = Interval(7, 0.3, 0.1, 0.5) if decision == BETTER else Interval(7, -0.3, -0.5, -0.1)
         return Duel(decision, interval, 7, 1.0, "units_per_s", "")
@@ -198,6 +198,7 @@ def test_bad_input_exits_2_before_anything_runs(cli, tmp_path):
         (["tune", "synthetic"], "at least one --knob"),
         (["tune", "synthetic", "--knob", "workers=1"], "one value is a --set"),
         (["tune", "synthetic", "--knob", "nope=1,2"], "nope"),
+        (["tune", "synthetic", "--knob", "slowdown=1,2", "--screen", "0"], "--screen 0: measured seconds"),
         (["tune", "synthetic", "--knob", "workers=1,2", "--set", "slowdown=1,2"], "one value"),
         (["tune", "synthetic", "--knob", "workers=1,2", "--budget", "0"], "--budget"),
     ]:
@@ -512,7 +513,7 @@ def screening_tuner(tmp_path, monkeypatch, decisions: dict[int, str], rates: dic
             read.append(cell["batch"])
             return record(rates[cell["batch"]])
 
-    def duel(incumbent, challenger, run_root, opts, min_gain, words=None):
+    def duel(incumbent, challenger, run_root, opts, min_gain, words=None, stop_futile=True):
         decision = decisions.get(challenger["batch"], WORSE)
         interval = Interval(7, 0.3, 0.1, 0.5) if decision == BETTER else Interval(7, -0.3, -0.5, -0.1)
         return Duel(decision, interval, 7, 1.0, "iters_per_s", "")
@@ -522,7 +523,7 @@ def screening_tuner(tmp_path, monkeypatch, decisions: dict[int, str], rates: dic
         return search_module.Limit.from_json(step.limit)
 
     monkeypatch.setattr(search_module, "CellRunner", Runner)
-    monkeypatch.setattr(Tuner, "measured_cell", lambda self, values: values)
+    monkeypatch.setattr(Tuner, "measured_cell", lambda self, values, seconds=None: values)
     monkeypatch.setattr(Tuner, "evidence", evidence)
     monkeypatch.setattr(search_module, "duel", duel)
     return t, read
@@ -533,7 +534,7 @@ def test_a_screen_proposes_its_best_reading_before_the_one_step_move(tmp_path, m
     t, read = screening_tuner(tmp_path, monkeypatch, {400: BETTER}, rates)
     assert t.search() == "converged"
     first = t.state.steps[0]
-    assert read[:4] == [50, 100, 200, 400]  # every value ahead, once each, in the knob's order
+    assert read[:5] == [25, 50, 100, 200, 400]  # the incumbent, then every value ahead once, in order
     assert (first.trials[0].value, first.trials[0].decision) == (400, BETTER)  # 25 -> 400 in one A/B
     assert first.trials[0].why.endswith("the screen's best reading") and first.trials[0].screen["rates"][-1] == 90.0
     assert t.state.best == {"batch": 400} and len(first.trials) == 1
@@ -546,12 +547,12 @@ def test_a_screened_value_that_loses_its_ab_leaves_the_one_step_move_to_follow(t
     t.search()
     first = t.state.steps[0]
     assert [(x.value, x.decision) for x in first.trials] == [(400, WORSE), (50, BETTER)]
-    assert read[:4] == [50, 100, 200, 400]
+    assert read[:5] == [25, 50, 100, 200, 400]
     # from 50, the screen read 100 below 50: the climb does not continue first; the next step's
     # screen of what is ahead of 50 and untried (100, 200) takes the readings it already has
     second = t.state.steps[1]
     assert second.trials and second.trials[0].why != "continues batch up"
-    assert second.trials[0].screen["rates"] == [15.0, 12.0] and read == [50, 100, 200, 400]
+    assert second.trials[0].screen["rates"] == [15.0, 12.0] and read == [25, 50, 100, 200, 400]
 
 
 def test_no_screen_when_the_budget_holds_no_ab_after_it(tmp_path, monkeypatch):
@@ -576,3 +577,105 @@ def test_a_screen_with_one_rate_orders_nothing_and_reads_values_as_numbers():
     assert lone.best() is None  # rl_zoo3's steps screen: one reading is not an order
     assert Screen("steps", [64, 128], [300.0, 415.2]).best() == 128
     assert Screen("lr", [0.5, 1], [1.0, 2.0]).read(1.0) == 2.0  # 1 and 1.0 are one value
+
+
+# ------------------------------------------------------------------ futility
+
+
+def replay(ratios: list[float], min_gain: float = 0.03, per_block_s: float = 15.0, budget_s: float = 150.0):
+    """The block count at which a challenger's A/B recorded in the seeds campaign (0ba8279)
+    would have been given up (None: never), its ratios read as every estimand's."""
+    from harness.ab.sequential import clipped_sequence
+    from harness.tune.duel import futility
+
+    give_up = futility(min_gain, alpha=0.2)
+    logs = [math.log(r) for r in ratios]
+    for n in range(1, len(logs) + 1):
+        if give_up([logs[:n]], clipped_sequence([logs[:n]], 0.2), n, budget_s / per_block_s):
+            return n
+    return None
+
+
+def test_a_challenger_too_close_to_decide_is_given_up_and_a_gain_is_not():
+    # MCCFR staleness 1 -> 2, undecided after 12 blocks and 145 s: given up by the seventh
+    stale = [0.993, 1.268, 1.244, 1.099, 0.973, 0.994, 1.172, 1.274, 0.975, 1.009, 1.121, 1.301]
+    assert (n := replay(stale, per_block_s=12.1)) is not None and n <= 7
+    # self-play games 1 -> 4 at 16 leaves, undecided after 10 blocks
+    games = [1.106, 0.923, 1.04, 0.895, 1.075, 0.923, 1.0, 0.959, 1.072, 1.015]
+    assert (n := replay(games, per_block_s=15.2)) is not None and n <= 7
+    # staleness 0 -> 1, decided better (1.046x) after 10 blocks: never given up on the way
+    assert replay([1.064, 1.433, 1.157, 1.206, 1.344, 1.261, 1.118, 1.185, 1.198, 1.21], per_block_s=14.4) is None
+    # a decided 4x is never given up, nor anything before FUTILE_AFTER blocks
+    assert replay([4.18, 5.244, 3.983, 3.923, 4.1, 4.0]) is None
+    assert replay([1.0, 1.01, 0.99, 1.0]) is None
+
+
+# ------------------------------------------------------------------ the survey
+
+
+def surveying_tuner(tmp_path, monkeypatch, rate, better):
+    """MCCFR's shape: staleness relieves the critical workers, batch and sync are every knob in
+    turn. Readings from `rate(params)`, the incumbent's from its evidence; A/Bs "better" for
+    the params `better` accepts, else worse. Returns the tuner and the readings' params."""
+    knobs = [parse_knob("sync=full,delta"), parse_knob("batch=25,50,100,200,400"), parse_knob("staleness=0,1,2")]
+    words = Vocabulary(relieves={"workers": (Move("staleness", "up"),)})
+    start = {"sync": "full", "batch": 25, "staleness": 0}
+    t = tuner(knobs, words, start, tmp_path)
+    t.make_cell = lambda values: values
+    read: list[dict] = []
+
+    class Runner:
+        def __init__(self, store):
+            pass
+
+        def run(self, cell, repeat):
+            read.append(dict(cell))
+            return record(rate(cell))
+
+    def duel(incumbent, challenger, run_root, opts, min_gain, words=None, stop_futile=True):
+        decision = BETTER if better(challenger) and not better(incumbent) else WORSE
+        interval = Interval(7, 0.3, 0.1, 0.5) if decision == BETTER else Interval(7, -0.3, -0.5, -0.1)
+        return Duel(decision, interval, 7, 1.0, "iters_per_s", "")
+
+    def evidence(self, step):
+        step.limit = read_limit(causal_doc(workers="critical"), [], {"cpu_util_mean": 50}, 2).to_json()
+        step.metric, step.rate = "iters_per_s", rate(step.incumbent)
+        self._readings[search_module.key_of(step.incumbent)] = (step.metric, step.rate)
+        return search_module.Limit.from_json(step.limit)
+
+    monkeypatch.setattr(search_module, "CellRunner", Runner)
+    monkeypatch.setattr(Tuner, "measured_cell", lambda self, values, seconds=None: values)
+    monkeypatch.setattr(Tuner, "evidence", evidence)
+    monkeypatch.setattr(search_module, "duel", duel)
+    return t, read
+
+
+def mccfr_rate(p: dict) -> float:
+    return p["batch"] * (1.5 if p["sync"] == "delta" else 1.0) * (1.3 if p["staleness"] == 1 else 1.0)
+
+
+def test_knobs_that_each_read_above_the_incumbent_are_tried_together_first(tmp_path, monkeypatch):
+    best = {"sync": "delta", "batch": 400, "staleness": 1}
+    t, read = surveying_tuner(tmp_path, monkeypatch, mccfr_rate, lambda p: p == best)
+    t.search()
+    first = t.state.steps[0]
+    joint = first.trials[0]
+    # every proposed knob read once before any A/B, in the evidence's order (staleness first)
+    assert [p for p in read[:2]] == [{"sync": "full", "batch": 25, "staleness": s} for s in (1, 2)]
+    assert joint.joint and joint.value == {"staleness": 1, "sync": "delta", "batch": 400}
+    assert joint.decision == BETTER and first.adopted == 0 and len(first.trials) == 1
+    assert joint.said() == "batch=400 sync=delta staleness=1" and "batch=400 16.00x" in joint.why  # highest first
+    assert t.state.best == {"sync": "delta", "batch": 400, "staleness": 1}
+
+
+def test_a_lone_knob_above_the_incumbent_goes_before_the_evidences_order(tmp_path, monkeypatch):
+    # only the batch reads 20 % above: it goes first, before staleness (which relieves the
+    # critical group); when it loses, the evidence's order follows
+    def rate(p):
+        return p["batch"] * (1.1 if p["staleness"] == 1 else 1.0)
+
+    t, read = surveying_tuner(tmp_path, monkeypatch, rate, lambda p: False)
+    t.search()
+    tried = [(x.knob, x.value) for x in t.state.steps[0].trials]
+    assert tried[0] == ("batch", 400) and ("staleness", 1) in tried[1:]
+    assert not any(x.joint for x in t.state.steps[0].trials)
