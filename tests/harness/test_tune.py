@@ -497,29 +497,33 @@ def test_spread_keeps_both_ends_and_ahead_runs_nearest_first():
     assert spread([1, 2, 3, 4, 5, 6, 7], 4) == [1, 3, 5, 7] and spread([1, 2], 4) == [1, 2]
 
 
-def screening_tuner(tmp_path, monkeypatch, decisions: dict[int, str], rates: dict[int, float]):
-    """A tune of batch=25..400 whose main is critical and relieved by a larger batch, with
-    readings and A/Bs from tables (no processes); the readings taken are listed."""
-    words = Vocabulary(relieves={"main": (Move("batch", "up"),)})
-    t = tuner([parse_knob("batch=25,50,100,200,400")], words, {"batch": 25}, tmp_path)
+def stand_in_tuner(tmp_path, monkeypatch, knobs, words, start, critical, rate, decide, label, evidence_rate=False):
+    """A tune whose processes are tables: readings from `rate(params)`, each A/B's decision
+    from `decide(incumbent, challenger)`, the evidence's limit `critical` (and, with
+    `evidence_rate`, its reading of the incumbent). Returns the tuner and what was read, each
+    reading as `label(params)` says it."""
+    t = tuner(knobs, words, start, tmp_path)
     t.make_cell = lambda values: values
-    read: list[int] = []
+    read: list = []
 
     class Runner:
         def __init__(self, store):
             pass
 
         def run(self, cell, repeat):
-            read.append(cell["batch"])
-            return record(rates[cell["batch"]])
+            read.append(label(cell))
+            return record(rate(cell))
 
     def duel(incumbent, challenger, run_root, opts, min_gain, words=None, stop_futile=True):
-        decision = decisions.get(challenger["batch"], WORSE)
+        decision = decide(incumbent, challenger)
         interval = Interval(7, 0.3, 0.1, 0.5) if decision == BETTER else Interval(7, -0.3, -0.5, -0.1)
         return Duel(decision, interval, 7, 1.0, "iters_per_s", "")
 
     def evidence(self, step):
-        step.limit = read_limit(causal_doc(main="critical"), [], {"cpu_util_mean": 50}, 2).to_json()
+        step.limit = read_limit(causal_doc(**{critical: "critical"}), [], {"cpu_util_mean": 50}, 2).to_json()
+        if evidence_rate:
+            step.metric, step.rate = "iters_per_s", rate(step.incumbent)
+            self._readings[search_module.key_of(step.incumbent)] = (step.metric, step.rate)
         return search_module.Limit.from_json(step.limit)
 
     monkeypatch.setattr(search_module, "CellRunner", Runner)
@@ -527,6 +531,17 @@ def screening_tuner(tmp_path, monkeypatch, decisions: dict[int, str], rates: dic
     monkeypatch.setattr(Tuner, "evidence", evidence)
     monkeypatch.setattr(search_module, "duel", duel)
     return t, read
+
+
+def screening_tuner(tmp_path, monkeypatch, decisions: dict[int, str], rates: dict[int, float]):
+    """A tune of batch=25..400 whose main is critical and relieved by a larger batch, with
+    readings and A/Bs from tables (no processes); the readings taken are listed."""
+    words = Vocabulary(relieves={"main": (Move("batch", "up"),)})
+    return stand_in_tuner(
+        tmp_path, monkeypatch, [parse_knob("batch=25,50,100,200,400")], words, {"batch": 25}, "main",
+        lambda p: rates[p["batch"]], lambda _, challenger: decisions.get(challenger["batch"], WORSE),
+        lambda p: p["batch"],
+    )  # fmt: skip
 
 
 def test_a_screen_proposes_its_best_reading_before_the_one_step_move(tmp_path, monkeypatch):
@@ -620,34 +635,11 @@ def surveying_tuner(tmp_path, monkeypatch, rate, better):
     knobs = [parse_knob("sync=full,delta"), parse_knob("batch=25,50,100,200,400"), parse_knob("staleness=0,1,2")]
     words = Vocabulary(relieves={"workers": (Move("staleness", "up"),)})
     start = {"sync": "full", "batch": 25, "staleness": 0}
-    t = tuner(knobs, words, start, tmp_path)
-    t.make_cell = lambda values: values
-    read: list[dict] = []
-
-    class Runner:
-        def __init__(self, store):
-            pass
-
-        def run(self, cell, repeat):
-            read.append(dict(cell))
-            return record(rate(cell))
-
-    def duel(incumbent, challenger, run_root, opts, min_gain, words=None, stop_futile=True):
-        decision = BETTER if better(challenger) and not better(incumbent) else WORSE
-        interval = Interval(7, 0.3, 0.1, 0.5) if decision == BETTER else Interval(7, -0.3, -0.5, -0.1)
-        return Duel(decision, interval, 7, 1.0, "iters_per_s", "")
-
-    def evidence(self, step):
-        step.limit = read_limit(causal_doc(workers="critical"), [], {"cpu_util_mean": 50}, 2).to_json()
-        step.metric, step.rate = "iters_per_s", rate(step.incumbent)
-        self._readings[search_module.key_of(step.incumbent)] = (step.metric, step.rate)
-        return search_module.Limit.from_json(step.limit)
-
-    monkeypatch.setattr(search_module, "CellRunner", Runner)
-    monkeypatch.setattr(Tuner, "measured_cell", lambda self, values, seconds=None: values)
-    monkeypatch.setattr(Tuner, "evidence", evidence)
-    monkeypatch.setattr(search_module, "duel", duel)
-    return t, read
+    return stand_in_tuner(
+        tmp_path, monkeypatch, knobs, words, start, "workers", rate,
+        lambda incumbent, challenger: BETTER if better(challenger) and not better(incumbent) else WORSE, dict,
+        evidence_rate=True,
+    )  # fmt: skip
 
 
 def mccfr_rate(p: dict) -> float:
