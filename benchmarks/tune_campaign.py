@@ -4,14 +4,16 @@ For one seed, in one sitting, on this machine:
 
 1. `harness tune` from the bad start over the seed's knobs (its --budget, 20 minutes at most);
 2. the exhaustive grid over the same knobs: `harness sweep` of every combination, one repeat;
-3. the confirmation: the grid's three best cells, the tune's winner and the start measured
-   again, CONFIRM_REPEATS repeats each, in one sweep (repeat-major, so the machine's phases
+3. the confirmation: the grid's three best cells, the start and every setting the tune held
+   (its winner last) measured again, CONFIRM_REPEATS repeats each, in one sweep (repeat-major, so the machine's phases
    hit every cell alike): the best cell of a grid of single readings is often a lucky one, so
    "within 10 % of the best" is judged on these medians, not on the grid's maximum.
 
 It prints one line per seed (and appends it to --save as JSON): the start's, the winner's and
 the best confirmed cell's medians with their ranges, the winner over the best, when the tune
-adopted its final winner (from its start), the tune's whole time and the grid's time.
+adopted its final winner (from its start), when it first held a setting within 10 % of the best
+confirmed (what a Ctrl-C then would have kept), the tune's whole time and the grid's time.
+`--reconfirm DIR` sweeps an earlier seed's confirmation again with every setting its tune held.
 
     python benchmarks/tune_campaign.py actor_learner --save results/tune_campaign.json
     python benchmarks/tune_campaign.py selfplay mccfr --save results/tune_campaign.json
@@ -118,20 +120,25 @@ def rate_name(suite: str) -> str:
     return f"{rate.made_of or rate.counter}_per_s"
 
 
-def tune_found_s(doc: dict) -> float:
-    """When the tune adopted the winner it ended with: the end of that trial's A/B (0: the start)."""
-    found = 0.0
+def adoptions(doc: dict) -> list[tuple[float, dict]]:
+    """Each setting the tune held, with when it began to hold it (the start at 0; an adopted
+    challenger at the end of its A/B): what a Ctrl-C at that moment would have kept."""
+    held = [(0.0, doc["start"])]
     for step in doc.get("steps") or []:
         if step.get("adopted") is not None:
             trial = step["trials"][step["adopted"]]
-            found = trial["started_s"] + (trial.get("duel") or {}).get("seconds", 0.0)
-    return found
+            held.append((trial["started_s"] + (trial.get("duel") or {}).get("seconds", 0.0), trial["params"]))
+    return held
+
+
+def tune_found_s(doc: dict) -> float:
+    """When the tune adopted the winner it ended with: the end of that trial's A/B (0: the start)."""
+    return adoptions(doc)[-1][0]
 
 
 def run_seed(name: str, code: Path, out: Path, budget: float, grid_from: Path | None = None) -> dict:
     seed = SEEDS[name]
     suite, knobs, fixed = seed["suite"], seed["knobs"], seed["fixed"]
-    metric = rate_name(suite)
     out.mkdir(parents=True, exist_ok=True)
     knob_args = [f"--knob={k}={','.join(map(str, v))}" for k, v in knobs.items()]
     rc, tune_s, text = harness(
@@ -139,8 +146,6 @@ def run_seed(name: str, code: Path, out: Path, budget: float, grid_from: Path | 
         "--out", str(out / "tune"), "--quiet",
     )  # fmt: skip
     print(text[-2000:])
-    doc = json.loads((only_run(out / "tune") / "tune.json").read_text())
-    winner = doc["best"]
     grid_args = [f"--set={k}={','.join(map(str, v))}" for k, v in knobs.items()]
     if grid_from is None:
         _, grid_s, _ = harness(
@@ -150,25 +155,43 @@ def run_seed(name: str, code: Path, out: Path, budget: float, grid_from: Path | 
         grid_run = only_run(out / "grid")
     else:  # a grid of this sitting, swept before the tune was run again
         grid_run = grid_from
-        meta = json.loads((grid_run / "run.json").read_text())
-        grid_s = (parse_utc(meta["ended"]) - parse_utc(meta["started"])).total_seconds()
+        grid_s = run_seconds(grid_run)
+    return confirm(name, code, out, rc, tune_s, grid_run, grid_s)
+
+
+def run_seconds(run: Path) -> float:
+    meta = json.loads((run / "run.json").read_text())
+    return (parse_utc(meta["ended"]) - parse_utc(meta["started"])).total_seconds()
+
+
+def confirm(
+    name: str, code: Path, out: Path, rc: int | None, tune_s: float, grid_run: Path, grid_s: float, label: str = "confirm"
+) -> dict:
+    """The confirmation sweep (the grid's three best, the start, and every setting the tune
+    held, its winner included) and the seed's row."""
+    seed = SEEDS[name]
+    suite, knobs, fixed = seed["suite"], seed["knobs"], seed["fixed"]
+    metric = rate_name(suite)
+    doc = json.loads((only_run(out / "tune") / "tune.json").read_text())
+    winner = doc["best"]
     grid = records(grid_run)
     ranked = sorted(
         (r for r in grid if r["status"] == "ok" and r["metrics"].get(metric)),
         key=lambda r: -r["metrics"][metric],
     )
     top = [{k: r["params"][k] for k in knobs} for r in ranked[:3]]
-    confirm = [winner, seed["start"], *top]
+    held = adoptions(doc)
+    confirm = [winner, seed["start"], *top, *(params for _, params in held)]
     unique = [dict(c) for c in {json.dumps(c, sort_keys=True): c for c in confirm}.values()]
-    spec = out / "confirm.toml"
-    lines = ['label = "confirm"', f"duration = {GRID_DURATION_S}", f"repeats = {CONFIRM_REPEATS}"]
+    spec = out / f"{label}.toml"
+    lines = [f'label = "{label}"', f"duration = {GRID_DURATION_S}", f"repeats = {CONFIRM_REPEATS}"]
     for cell in unique:
         params = ", ".join(f"{k} = {json.dumps(v)}" for k, v in {**fixed, **cell}.items())
         lines += ["", "[[matrix]]", f'suite = "{suite}"', f"params = {{ {params} }}"]
     spec.write_text("\n".join(lines) + "\n")
-    harness(code, "sweep", str(spec), "--out", str(out / "confirm"), "--quiet")
+    harness(code, "sweep", str(spec), "--out", str(out / label), "--quiet")
     measured: dict[str, list[float]] = {}
-    for r in records(only_run(out / "confirm")):
+    for r in records(only_run(out / label)):
         if r["status"] == "ok" and r["metrics"].get(metric):
             key = json.dumps({k: r["params"][k] for k in knobs}, sort_keys=True)
             measured.setdefault(key, []).append(float(r["metrics"][metric]))
@@ -186,13 +209,16 @@ def run_seed(name: str, code: Path, out: Path, budget: float, grid_from: Path | 
     confirmed = [summary(c) for c in unique]
     best = max((c for c in confirmed if c["median"]), key=lambda c: c["median"])
     won, start = summary(winner), summary(seed["start"])
-    found = tune_found_s(doc)
+    # when the tune first held a setting whose confirmed median is within 10 % of the best's
+    within = [at for at, params in held if (m := summary(params)["median"]) and m >= 0.9 * best["median"]]
     row = {
         "seed": name,
         "metric": metric,
         "tune_exit": rc,
         "tune_s": tune_s,
-        "found_s": found,
+        "found_s": tune_found_s(doc),
+        "within_10_s": min(within) if within else None,
+        "held": [{"at_s": at, **summary(params)} for at, params in held],
         "grid_s": grid_s,
         "grid_cells": len(list(itertools.product(*knobs.values()))),
         "winner": won,
@@ -217,7 +243,9 @@ def line(row: dict) -> str:
         f"{row['seed']}: start {cell(row['start'])}, winner {cell(row['winner'])} {row['winner']['params']}, best "
         f"{cell(row['best'])} {row['best']['params']}; winner/best {ratio:.3f}; found at {row['found_s']:.0f} s, tune "
         f"{row['tune_s']:.0f} s, grid of {row['grid_cells']} cells {row['grid_s']:.0f} s "
-        f"(found/grid {row['found_s'] / row['grid_s']:.2f}); final A/B: {(row['final_ab'] or {}).get('said', '-')}"
+        f"(found/grid {row['found_s'] / row['grid_s']:.2f}); within 10 % of the best from "
+        f"{'-' if row.get('within_10_s') is None else format(row['within_10_s'], '.0f') + ' s'}; "
+        f"final A/B: {(row['final_ab'] or {}).get('said', '-')}"
     )
 
 
@@ -232,7 +260,27 @@ def main() -> None:
     parser.add_argument(
         "--grid-from", type=Path, help="one seed only: its grid's run directory, swept earlier in this sitting"
     )
+    parser.add_argument(
+        "--reconfirm",
+        type=Path,
+        help="one seed only: a seed's directory of an earlier campaign (tune/, grid/): its confirmation "
+        "swept again, with every setting its tune held (confirm-again/)",
+    )
     args = parser.parse_args()
+    if args.reconfirm:
+        if len(args.seeds) != 1:
+            raise SystemExit("--reconfirm: one seed at a time")
+        out = args.reconfirm.resolve()
+        tune_doc = json.loads((only_run(out / "tune") / "tune.json").read_text())
+        grid = only_run(out / "grid")
+        row = confirm(
+            args.seeds[0], args.code.resolve(), out, None, tune_doc["elapsed_s"], grid, run_seconds(grid), "confirm-again"
+        )
+        print(line(row), flush=True)
+        if args.save:
+            with args.save.open("a") as fh:
+                fh.write(json.dumps(row, default=str) + "\n")
+        return
     if args.grid_from and len(args.seeds) != 1:
         raise SystemExit("--grid-from: one seed at a time (the grid is that seed's)")
     if args.list or not args.seeds:
