@@ -45,8 +45,8 @@ def tune(
     screen: float = typer.Option(
         4.0,
         "--screen",
-        help="measured seconds of each screen reading (one short reading of a value before any A/B; "
-        "a program whose progress comes in bursts gets --evidence's)",
+        help="measured seconds of each screen reading (one short reading of a value before any A/B), at most "
+        "--evidence's; a program whose progress comes in bursts gets --evidence's",
     ),
     causal_budget: float = typer.Option(
         60.0, "--causal-budget", help="seconds of the causal experiment on each incumbent (0: findings only)"
