@@ -249,6 +249,14 @@ def line(row: dict) -> str:
     )
 
 
+def emit(row: dict, save: Path | None) -> None:
+    """The seed's line, and its row appended to `save` (JSON lines)."""
+    print(line(row), flush=True)
+    if save:
+        with save.open("a") as fh:
+            fh.write(json.dumps(row, default=str) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("seeds", nargs="*", help=f"of {', '.join(SEEDS)}")
@@ -276,10 +284,7 @@ def main() -> None:
         row = confirm(
             args.seeds[0], args.code.resolve(), out, None, tune_doc["elapsed_s"], grid, run_seconds(grid), "confirm-again"
         )
-        print(line(row), flush=True)
-        if args.save:
-            with args.save.open("a") as fh:
-                fh.write(json.dumps(row, default=str) + "\n")
+        emit(row, args.save)
         return
     if args.grid_from and len(args.seeds) != 1:
         raise SystemExit("--grid-from: one seed at a time (the grid is that seed's)")
@@ -291,10 +296,7 @@ def main() -> None:
     for name in args.seeds:
         grid = args.grid_from.resolve() if args.grid_from else None
         row = run_seed(name, args.code.resolve(), (args.out / f"{stamp}-{name}").resolve(), args.budget, grid)
-        print(line(row), flush=True)
-        if args.save:
-            with args.save.open("a") as fh:
-                fh.write(json.dumps(row, default=str) + "\n")
+        emit(row, args.save)
 
 
 if __name__ == "__main__":

@@ -87,6 +87,7 @@ class CellAB:
     elapsed_s: float = 0.0  # the cell's blocks, the first launches included
     setup_s: float = 0.0  # the first launch of each side: not counted against the budget
     decided_s: float | None = None  # A/B time to the decision, set-up excluded (None: budget spent, or error)
+    gave_up: bool = False  # ended undecided before its budget by give_up (harness tune's futility); reason says why
     seed: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -115,6 +116,7 @@ class CellAB:
             "decided_s": self.decided_s,
             "order_seed": self.seed,
             "notes": self.notes,
+            **({"gave_up": True} if self.gave_up else {}),
             "ab_blocks": [
                 {
                     "index": b.index,
@@ -178,7 +180,6 @@ class CellRun:
         self.opts = opts
         self.decider = decider
         self.give_up = give_up
-        self.gave_up = ""  # why give_up ended the A/B undecided before its budget
         seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
         self.result = CellAB(cell, cell_label(cell.suite, cell.params), seed=seed)
         if cell.work is not None:
@@ -235,8 +236,9 @@ class CellRun:
             return True
         if self.give_up is not None and result.interval.n:
             held = self.opts.budget_s / max(self.per_block_s, 1e-9)
-            self.gave_up = self.give_up(series, result.interval, len(result.blocks), held) or ""
-            if self.gave_up:
+            why = self.give_up(series, result.interval, len(result.blocks), held)
+            if why:
+                result.gave_up, result.reason = True, why
                 self.close()
                 return True
         return False
@@ -247,7 +249,8 @@ class CellRun:
         result = self.result
         if result.decision != "error":
             result.decision = final(self.decision)
-            result.reason = self.gave_up or (_reason(result, self.opts, self.per_block_s) if self.decider is None else "")
+            if not result.gave_up:
+                result.reason = _reason(result, self.opts, self.per_block_s) if self.decider is None else ""
         return result
 
     def close(self) -> None:

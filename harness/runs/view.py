@@ -47,6 +47,21 @@ def headline_rate(records: Iterable[Record]) -> str | None:
     return words.headline(present, incomparable_rates(ok, words), declared_headline(ok))
 
 
+def record_rate(record: Record) -> tuple[str | None, float | None]:
+    """One measured record's headline rate (headline_rate) and its value: (None, None) for a
+    failed cell; the rate's name and None where it counted none or its reading is refused
+    (harness.runs.provenance: too few units in its window, its check failed), so that
+    nothing a tune orders or fits rests on a reading known to be meaningless."""
+    metric = headline_rate([record]) if record.ok else None
+    if metric is None:
+        return None, None
+    value = record.number(metric)
+    refused = provenance.doubt(metric, [record])
+    if value is None or value <= 0 or (refused is not None and refused.refuse):
+        return metric, None
+    return metric, float(value)
+
+
 def varying_params(records: Sequence[Record]) -> list[str]:
     """The params whose value differs between these records, in first-seen order."""
     names: dict[str, None] = {}

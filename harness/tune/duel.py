@@ -161,7 +161,7 @@ def duel(
         give_up=futility(min_gain, opts.alpha) if stop_futile else None,
     )  # fmt: skip
     decision = got.decision if got.decision in (BETTER, WORSE, ERROR) else UNDECIDED
-    gave_up = decision == UNDECIDED and bool(got.reason)  # only give_up gives a tune's A/B a reason
+    gave_up = decision == UNDECIDED and got.gave_up
     reason = got.reason if gave_up else (undecided_reason(got) if decision == UNDECIDED else got.reason)
     ratios = [math.exp(b.value) if b.value is not None else None for b in got.blocks]
     launches = [s for b in got.blocks for s in b.launch_s.values()]

@@ -38,7 +38,7 @@ from harness.running.matrix import Cell
 from harness.running.runner import CellRunner
 from harness.runs.files import write_json_atomic
 from harness.runs.store import RunStore
-from harness.runs.view import headline_rate
+from harness.runs.view import record_rate
 from harness.tune import workers
 from harness.tune.bottleneck import Limit
 from harness.tune.duel import BETTER, Duel, duel, slicing_for
@@ -238,9 +238,7 @@ class Tuner:
             self.measure_start(step)
         step.limit = found.limit.to_json()
         step.evidence_s = found.seconds
-        step.metric = headline_rate([found.record])
-        if step.metric:
-            step.rate = found.record.number(step.metric)
+        step.metric, step.rate = record_rate(found.record)
         self.announce(f"  limited by: {found.limit.describe()}")
         for note in found.limit.notes:
             self.announce(f"  ({note})")
@@ -385,9 +383,14 @@ class Tuner:
             else:
                 trial.screen = got.to_json()
             queue.append(trial)
-        tried = self.state.tried() | {key_of(t.params) for t in step.trials}
-        unique = [t for i, t in enumerate(queue) if key_of(t.params) not in {key_of(u.params) for u in queue[:i]}]
-        queue = [t for t in unique if key_of(t.params) not in tried]
+        seen = self.state.tried() | {key_of(t.params) for t in step.trials}
+        tried = set(seen)
+        unique: list[Trial] = []
+        for trial in queue:  # each setting once, none already tried
+            if key_of(trial.params) not in seen:
+                seen.add(key_of(trial.params))
+                unique.append(trial)
+        queue = unique
         base = self._readings.get(key_of(step.incumbent), (None, None))[1]
         if not base:
             return queue
@@ -419,24 +422,25 @@ class Tuner:
         return opts.evidence_s if step.report_gap_s is not None else min(opts.screen_s, opts.evidence_s)
 
     def reading(self, values: dict[str, Any], step: Step) -> tuple[str | None, float | None]:
-        """One measured cell of `values` (a record in the tune's run): its headline and rate.
-        Settings read before in this session (a screen's or an incumbent's evidence cell) are
-        not read again: self-play's second screen read leaves 8, 4, 2, 1 again, 56 s, all of
-        which its first screen and the start's evidence had read."""
+        """One `--screen`-long cell of `values` (a record in the tune's run): its headline and
+        rate (harness.runs.view.record_rate: none where the reading is refused). Settings read
+        before in this session are not read again: self-play's second screen read leaves 8, 4,
+        2, 1 again, 56 s, all of which its first screen had read. An incumbent's evidence cell
+        is not one of them: its window is longer (survey() reads the incumbent as it reads the
+        challengers)."""
         key = key_of(values)
         if key not in self._readings:
             record = CellRunner(self.store).run(self.measured_cell(values, self.screen_window(step)), 0)
             self.store.append(record)
             self._cell_s = record.number("wall_s") or self._cell_s
-            metric = headline_rate([record]) if record.ok else None
-            self._readings[key] = (metric, record.number(metric) if metric else None)
+            self._readings[key] = record_rate(record)
         return self._readings[key]
 
     def trial(self, step: Step, trial: Trial, budget: float) -> None:
         opts = self.state.options
         trial.started_s = self.elapsed()
         step.trials.append(trial)
-        self.announce(f"  try {trial.knob}={trial.value} ({trial.why})")
+        self.announce(f"  try {trial.said()} ({trial.why})")
         got = self.compare(step.incumbent, trial.params, opts.step_alpha, budget)
         if got.blocks:
             self._block_s.append(got.seconds / got.blocks)

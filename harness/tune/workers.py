@@ -23,7 +23,7 @@ from harness.analysis.scaling import interval
 from harness.running.matrix import Cell
 from harness.running.runner import CellRunner
 from harness.runs.store import RunStore
-from harness.runs.view import headline_rate
+from harness.runs.view import record_rate
 from harness.tune.space import Knob
 
 FIRST_COUNTS = 4  # the USL's three parameters and one count to test them with
@@ -63,10 +63,9 @@ def measure(
         for repeat in range(REPEATS):
             record = runner.run(cell, repeat)
             store.append(record)
-            metric = headline_rate([record]) if record.ok else None
-            value = record.number(metric) if metric else None
-            if value is not None and value > 0:
-                rates[int(count)].append(float(value))
+            _, value = record_rate(record)
+            if value is not None:
+                rates[int(count)].append(value)
         announce(f"    {knob.name}={count}: {', '.join(f'{v:.4g}' for v in rates.get(int(count), [])) or 'no rate'}")
 
 

@@ -145,5 +145,7 @@ def test_an_ab_given_up_ends_undecided_before_its_budget_and_says_why(scripted):
     (result,) = run_all([cell("spin")], *sides(), Path("."), opts, give_up=give_up)
     assert result.decision == "undecided" and len(result.blocks) == 5
     assert result.reason == "given up at 5 of 15" and asked == [1, 2, 3, 4, 5]
+    assert result.gave_up and result.to_json()["gave_up"] is True
     (whole,) = run_all([cell("spin")], *sides(), Path("."), opts, give_up=lambda *_: None)
     assert whole.decision == "undecided" and len(whole.blocks) == 15 and "budget" in whole.reason
+    assert not whole.gave_up and "gave_up" not in whole.to_json()

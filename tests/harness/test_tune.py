@@ -658,6 +658,9 @@ def test_knobs_that_each_read_above_the_incumbent_are_tried_together_first(tmp_p
     assert joint.decision == BETTER and first.adopted == 0 and len(first.trials) == 1
     assert joint.said() == "batch=400 sync=delta staleness=1" and "batch=400 16.00x" in joint.why  # highest first
     assert t.state.best == {"sync": "delta", "batch": 400, "staleness": 1}
+    from harness.report.tune import trail_rows
+
+    assert trail_rows(t.state.to_json())[0][3] == "batch=400 sync=delta staleness=1 (adopted)"
 
 
 def test_a_lone_knob_above_the_incumbent_goes_before_the_evidences_order(tmp_path, monkeypatch):
@@ -671,3 +674,15 @@ def test_a_lone_knob_above_the_incumbent_goes_before_the_evidences_order(tmp_pat
     tried = [(x.knob, x.value) for x in t.state.steps[0].trials]
     assert tried[0] == ("batch", 400) and ("staleness", 1) in tried[1:]
     assert not any(x.joint for x in t.state.steps[0].trials)
+
+
+def test_a_reading_refused_by_its_provenance_orders_nothing():
+    """A screen reading, a worker-axis point and an incumbent's rate come from record_rate: a
+    window with too few units to mean anything gives no rate, so no order or fit rests on it."""
+    from harness.runs.view import record_rate
+
+    assert record_rate(record(415.2)) == ("steps_per_s", 415.2)
+    thin = record(415.2)
+    thin.metrics["steps_per_s_valid"] = 0
+    assert record_rate(thin) == ("steps_per_s", None)
+    assert record_rate(record(415.2, status="error")) == (None, None)
