@@ -9,10 +9,11 @@ and the pair's log-ratio cancels it; processes started seconds apart do not. A n
 burst that takes the CPU away from one slice is not a phase both share: each slice's CPU
 share (CPU seconds of the group per second, read while it is stopped), relative to its
 side's median, is compared with its partner's, and a pair with a starved slice is
-discarded from the wall-clock reading (STARVED). Read per CPU second of the cell's threads,
-or with their run-queue wait taken out (both from /proc/PID/task/TID/schedstat, read while
-the group is stopped), a slice keeps its pair however starved: the neighbour's share is what
-those readings take out (SliceResult.adjusted_rate).
+discarded from the wall-clock reading (STARVED). Read per CPU second of the cell's threads (from
+its window's first sample, read as it arrived, to the stop), or with their run-queue wait
+taken out (/proc/PID/task/TID/schedstat, read while the group is stopped), a slice keeps its
+pair however starved: the neighbour's share is what those readings take out
+(SliceResult.adjusted_rate).
 
 A slice's rate comes from the child's own sample stream (harness.probe writes the counters
 every second as JSON lines): the counter of the suite's headline rate (its vocabulary's
@@ -120,6 +121,9 @@ class Sample:
     counters: dict[str, float]
     read_at: float  # the parent's time.monotonic() when it read the line
     phase: str = "measure"  # the child probe's phase (warmup until its rate settled)
+    # the cell's threads' (CPU, run-queue) seconds when the parent read the line
+    # (Instance.sched_times): what the cell ran in its slice before its window opened
+    sched: dict[tuple[int, int], tuple[float, float]] | None = None
 
 
 @dataclass
@@ -135,6 +139,9 @@ class SliceResult:
     # runnable, not run, because the CPU was busy (None where schedstat cannot be read)
     runq_s: float | None = None
     stopping_s: float = 0.0  # SIGSTOP sent to every thread stopped (part of length_s)
+    # the cell's CPU seconds from its window's first sample (as read when it arrived) to the
+    # stop: the slice's, less what ran before the window opened; None where not read
+    window_cpu_s: float | None = None
 
     def adjusted_rate(self, estimand: str) -> float | None:
         """The slice's rate as an estimand reads it: "wall" as measured; "cpu" per second of
@@ -149,9 +156,15 @@ class SliceResult:
         # uses little CPU in every slice, and is not starved)
         if not self.cpu_share or (self.starved and self.cpu_share * self.length_s < MIN_SLICE_CPU_S):
             return None
-        if estimand == "cpu":  # the window's count per CPU second of the slice: before its first
-            # sample the cell had not run (it writes one at once), so no CPU is left out
-            return self.rate * (self.window_s or self.length_s) / (self.cpu_share * self.length_s)
+        if estimand == "cpu":  # the window's count per CPU second from its opening. A window
+            # mostly opens at SIGCONT (a stopped cell's probe is overdue and writes at once), but
+            # a cell launched just before its slice writes its next sample up to a second later,
+            # and the whole slice's CPU over the window's count read it at half its rate (an
+            # identical candidate at 0.498 in CI). Without that reading, the slice's share is
+            # taken as even over the slice.
+            if self.window_cpu_s and self.window_s:
+                return self.rate * self.window_s / self.window_cpu_s
+            return self.rate / self.cpu_share
         if estimand == "runq":
             if self.runq_s is None or self.runq_s >= self.length_s:
                 return None
@@ -290,10 +303,13 @@ class Instance:
         messages = self._reader.read()
         now = time.monotonic()
         new = []
+        sched = None
         for message in self.stream.add(messages):
+            sched = sched if sched is not None else self.sched_times()
             sample = Sample(
-                float(message["t"]), dict(message.get("counters") or {}), now, str(message.get("phase", "measure"))
-            )
+                float(message["t"]), dict(message.get("counters") or {}), now, str(message.get("phase", "measure")),
+                sched,
+            )  # fmt: skip
             self._offset = min(self._offset, now - sample.t)
             new.append(sample)
         self.samples += new
@@ -611,6 +627,13 @@ class Slicer:
         share = cpu_s / (t_stop - t_cont) if t_stop > t_cont else None
         result = SliceResult(inst.side.name, t_cont, t_stop - t_cont, None, None, share, runq_s=runq_s)
         result.stopping_s = stopping_s
+        opened = usable[0] if usable else None
+        if opened is not None and opened.sched is not None:
+            # a window opened by a sample of this slice leaves out what ran before it; one carried
+            # from the last slice (read before this one began) leaves out nothing. The end is
+            # the stopped reading: exact, as the slice's own
+            before = slice_sched(sched_before, opened.sched)[0] if opened.read_at >= t_asked else 0.0
+            result.window_cpu_s = max(cpu_s - before, 0.0)
         return result, usable
 
     def _usable(self, inst: Instance, mark: int, t_cont: float, carried: bool) -> list[Sample]:

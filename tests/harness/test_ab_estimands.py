@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import math
 import os
+import random
+from pathlib import Path
 
 import pytest
 
 from harness.ab.experiment import decision_estimands
-from harness.ab.slicing import Block, Pair, SliceResult, slice_sched
+from harness.ab.revisions import WORKING_TREE, Side
+from harness.ab.slicing import Block, Pair, SliceOptions, Slicer, SliceResult, slice_sched
+from harness.model.registry import get_suite
 from harness.monitors.procstat import thread_sched
+from harness.running.matrix import Cell
 
 
 def test_a_slice_read_three_ways():
@@ -86,3 +91,50 @@ def test_a_stopped_process_is_seen_stopped_only_once_its_threads_acted_on_the_si
         proc.kill()
         proc.wait()
     assert _stopped(proc.pid)  # gone counts as stopped
+
+
+def test_a_slice_whose_window_starts_late_is_read_per_cpu_second_of_that_window():
+    # a side launched just before its slice writes its next sample a second in: a 2 s slice
+    # on a whole CPU whose window is its last second. Per CPU second of the slice it read half
+    # its rate (an identical candidate at 0.498 in CI); per CPU second of the window it is right.
+    late = SliceResult("candidate", 0.0, 2.0, 1.0, 350.0, cpu_share=1.0, runq_s=0.0, window_cpu_s=1.0)
+    on_time = SliceResult("base", 0.0, 1.0, 1.0, 350.0, cpu_share=1.0, runq_s=0.0, window_cpu_s=1.0)
+    assert Pair(0, 0, False, "candidate", on_time, late).log_ratio_of("cpu") == pytest.approx(0.0)
+    unread = SliceResult("candidate", 0.0, 2.0, 1.0, 350.0, cpu_share=1.0, runq_s=0.0)  # no window CPU
+    assert unread.adjusted_rate("cpu") == pytest.approx(350.0)  # the slice's share taken as even
+
+
+class LaunchedLastSlicedFirst(random.Random):
+    """Launch order base then candidate, and the candidate's slice first in every pair."""
+
+    def shuffle(self, x, *args):  # noqa: ARG002
+        x[:] = ["base", "candidate"]
+
+    def random(self):
+        return 0.9
+
+
+@pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/task"), reason="Linux /proc")
+def test_a_side_sliced_just_after_its_launch_is_read_per_cpu_second_of_its_window(tmp_path):
+    """The CI failure of stop 51, made certain: no warm-up pair and the side launched last
+    sliced first, so its window opens a probe period into its slice. The CPU its rate is
+    divided by is what ran in that window (about the window's length, for one spinning
+    thread), not the whole slice's (twice as much: the rate read half). Its rate itself is
+    not compared: one process's spin loop ran at 495 and 593 a second apart here."""
+    root = Path(__file__).resolve().parents[2]
+    cell = Cell("synthetic", {"kind": "spin", "workers": 1}, 5.0, 0.0, None, 1, 60.0, id="spin")
+    sides = [Side(name, WORKING_TREE, None, root) for name in ("base", "candidate")]
+    for folder in ("logs", "series"):
+        (tmp_path / folder).mkdir()
+    opts = SliceOptions(pairs=1, warmup_pairs=0)
+    slicer = Slicer(cell, get_suite("synthetic").words, *sides, tmp_path, opts, LaunchedLastSlicedFirst())
+    try:
+        (pair,) = slicer.block(0).pairs
+    finally:
+        slicer.close()
+    late = pair.cand
+    assert pair.first == "candidate" and late.length_s - late.window_s > 0.5, late  # the window opened late
+    slice_cpu_s = late.cpu_share * late.length_s
+    assert late.window_cpu_s < 0.75 * slice_cpu_s, late  # what ran before the window is left out
+    assert late.window_cpu_s == pytest.approx(late.window_s * late.cpu_share, rel=0.25), late
+    assert late.adjusted_rate("cpu") == pytest.approx(late.rate * late.window_s / late.window_cpu_s)
