@@ -32,6 +32,8 @@ FROM_STACKS = (
 MIN_THIRD_BUSY_S = 0.2  # busy seconds a role needs in the first and last third to compare them
 MIN_GIL_BUSY_S = 0.5
 _CUDA = re.compile(r"\bcuda(:\d+)?\b", re.IGNORECASE)
+_NEGATED = re.compile(r"^-+(no|disable|without)[-_]", re.IGNORECASE)
+_FALSE = frozenset({"false", "f", "no", "n", "off", "0", "none", ""})
 _BUSY_COLS = [INDEX[c] for c in (*BUSY, GIL_WAIT)]
 _WAIT_COLS = [INDEX[c] for c in (SLEEP, BLOCKED)]
 
@@ -257,9 +259,32 @@ def collect(
             }
     if program is not None or any(roles.get(p) == MAIN for p in procs):
         words = list(program or next((procs[p].cmdline for p in procs if roles.get(p) == MAIN), []))
-        metrics["gpu_asked"] = 1.0 if any(_CUDA.search(w) for w in words) else 0.0
+        metrics["gpu_asked"] = 1.0 if asks_for_cuda(words) else 0.0
 
     return metrics, _series(breakdown, procs, roles)
+
+
+def asks_for_cuda(words: Sequence[str]) -> bool:
+    """Whether a command line asks for a GPU: a word naming cuda as a value (`--device cuda`,
+    `device=cuda:1`) or a cuda flag that is on (`--cuda`, `--cuda True`). Not a flag turned off
+    (`--cuda False`, `--cuda=0`, `--no-cuda`): CleanRL's PPO run on the CPU with `--cuda False`
+    was told that its net ran off a GPU it had asked for."""
+    for i, word in enumerate(words):
+        if not _CUDA.search(word) or _NEGATED.match(word):
+            continue
+        name, equals, value = word.partition("=")
+        if equals:  # --device=cuda:1, device=cuda; --cuda=True, use-cuda=1 (not --cuda=False)
+            if _CUDA.search(value) or value.strip().lower() not in _FALSE:
+                return True
+            continue
+        if not name.startswith("-"):
+            return True  # a value naming cuda: `--device cuda`
+        if not _CUDA.search(name.lstrip("-").split("-")[-1].split("_")[-1]):
+            return True  # a flag such as --cuda-device whose value follows: asked by naming it
+        following = words[i + 1] if i + 1 < len(words) else None
+        if following is None or following.startswith("-") or following.strip().lower() not in _FALSE:
+            return True
+    return False
 
 
 def _series(

@@ -20,6 +20,7 @@ from harness.monitors.torch_calls import TorchCallsMonitor, hook_env
 from harness.watch import breakdown, roles
 from harness.watch.chrometrace import ThreadTimeline, parse
 from harness.watch.classify import Frame, classify, entry_function
+from harness.watch.signals import asks_for_cuda
 from tests.records import make_record
 
 STD = "/usr/lib/python3.11"
@@ -303,6 +304,28 @@ def rules_of(metrics):
 )
 def test_each_watch_rule_fires_on_its_signals(metrics, expected):
     assert rules_of(metrics) == [expected]
+
+
+@pytest.mark.parametrize(
+    ("command", "asked"),
+    [
+        # CleanRL 0.4.8 on the CPU was told its net ran off a GPU it had asked for (issue 44's C1, C4)
+        ("python -m cleanrl.ppo --gym-id CartPole-v1 --cuda False --seed 1", False),
+        ("python train.py --cuda=false", False),
+        ("python train.py --no-cuda", False),
+        ("python train.py --use-cuda 0", False),
+        ("python train.py --device cpu", False),
+        ("python train.py --cuda", True),
+        ("python train.py --cuda --seed 1", True),
+        ("python train.py --cuda True", True),
+        ("python train.py --device cuda", True),
+        ("python train.py --device=cuda:1", True),
+        ("python train.py trainer.device=cuda", True),
+        ("python train.py --cuda-device 0", True),
+    ],
+)
+def test_a_command_line_asks_for_cuda_only_when_its_cuda_flag_is_on(command, asked):
+    assert asks_for_cuda(command.split()) is asked
 
 
 def test_idle_workers_beside_a_busy_server_name_the_server_first():
