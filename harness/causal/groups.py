@@ -147,7 +147,27 @@ def find_groups(
 
 def _job_name(entry: str | None, cmdline: list[str]) -> str:
     """A children group's name: the function its processes run, else their program's name."""
-    name = (entry or "").rpartition(".")[2].strip("<>") or next(
-        (w.rsplit("/", 1)[-1] for w in cmdline[1:] if not w.startswith("-")), "children"
-    )
+    name = (entry or "").rpartition(".")[2].strip("<>") or _program_name(cmdline[1:])
+    if not name:
+        return roles.CHILDREN
     return name if name not in roles.ROLES else f"{roles.CHILDREN}:{name}"
+
+
+_IMPORTED = re.compile(r"\bfrom\s+([\w.]+)\s+import\b|\bimport\s+([\w.]+)")
+
+
+def _program_name(words: list[str]) -> str | None:
+    """What an interpreter's arguments run: `-m MODULE`'s last part, the module that `-c CODE`
+    imports first (a multiprocessing child, `-c 'from multiprocessing.spawn import
+    spawn_main; ...'`, is `spawn`: rl_zoo3's env workers were named `site-packages']})`, a
+    fragment of that code), else the first word that is not an option, by its file name."""
+    for i, word in enumerate(words):
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if word == "-m" and following:
+            return following.rpartition(".")[2]
+        if word == "-c":
+            found = _IMPORTED.search(following)
+            return (found.group(1) or found.group(2)).rpartition(".")[2] if found else None
+        if not word.startswith("-"):
+            return word.rstrip("/").rsplit("/", 1)[-1] or None
+    return None

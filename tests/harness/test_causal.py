@@ -342,3 +342,22 @@ def _ready(proc: subprocess.Popen) -> bool:
     import select
 
     return bool(select.select([proc.stdout], [], [], 0.005)[0]) and proc.stdout.readline().startswith("done")
+
+
+@pytest.mark.parametrize(
+    ("cmdline", "name"),
+    [
+        # rl_zoo3's SubprocVecEnv workers, py-spy's dump not yet read: the group was `site-packages']})`
+        (["python", "-c", "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5, pipe_handle=7)",
+          "--multiprocessing-fork"], "spawn"),
+        (["python", "-c", "from multiprocessing.forkserver import main; main(3, 4, ['__main__'], "
+          "**{'sys_path': ['/venv/lib/python3.11/site-packages']})"], "forkserver"),
+        (["python", "-u", "-m", "pkg.selfplay_worker", "--id", "3"], "selfplay_worker"),
+        (["python", "/src/actor.py", "--seed", "1"], "actor.py"),
+        (["python"], "children"),
+    ],
+)
+def test_a_children_group_without_its_entry_is_named_by_what_its_interpreter_runs(cmdline, name):
+    from harness.causal.groups import _job_name
+
+    assert _job_name(None, cmdline) == name
