@@ -676,6 +676,21 @@ def test_a_lone_knob_above_the_incumbent_goes_before_the_evidences_order(tmp_pat
     assert not any(x.joint for x in t.state.steps[0].trials)
 
 
+def test_with_no_reading_of_the_incumbent_the_moves_that_read_go_first_highest_first(tmp_path, monkeypatch):
+    # rl_zoo3 at 8 envs (Z4): the incumbent's reading gave no rate, batch 512 read 1867 steps/s,
+    # and every knob in turn spent the step on other knobs; now the highest reading goes first
+    start = {"sync": "full", "batch": 25, "staleness": 0}
+
+    def rate(p):
+        return None if p == start else p["batch"] * (1.1 if p["staleness"] == 1 else 1.0)
+
+    t, read = surveying_tuner(tmp_path, monkeypatch, rate, lambda p: p["batch"] == 400)
+    t.search()
+    tried = [(x.knob, x.value) for x in t.state.steps[0].trials]
+    assert tried[0] == ("batch", 400) and t.state.steps[0].adopted == 0, tried
+    assert not t.state.steps[0].trials[0].joint  # nothing read above an incumbent that read nothing
+
+
 def test_a_reading_refused_by_its_provenance_orders_nothing():
     """A screen reading, a worker-axis point and an incumbent's rate come from record_rate: a
     window with too few units to mean anything gives no rate, so no order or fit rests on it."""
