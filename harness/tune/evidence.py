@@ -106,6 +106,24 @@ def with_startup(cell: Cell) -> Cell:
     return replace(cell, steady_max=cap, timeout=timeout)
 
 
+def measure_until_counted(
+    cell: Cell, run: Callable[[Cell], Record], announce: Callable[[str], None], what: str
+) -> tuple[Cell, Record]:
+    """`run(cell)`, and once more with up to STARTUP_CAP_S for its start-up when the program
+    counted nothing in its window (it had not started: rl_zoo3 prints its first table 20-30 s
+    after launch at 8 envs, where a screen's 14 s cells read "no rate" nine times over). The
+    cell the record came from is returned: the tune measures later cells with its start-up."""
+    record = run(cell)
+    if record.ok and not counted(record) and cell.steady_max < STARTUP_CAP_S:
+        announce(
+            f"  {what} counted nothing in its window ({record.number('wall_s') or 0:.0f} s from its launch): "
+            f"measured again with up to {STARTUP_CAP_S:g} s for its start-up"
+        )
+        cell = with_startup(cell)
+        record = run(cell)
+    return cell, record
+
+
 def gather(
     cell: Cell,
     store: RunStore,
@@ -127,17 +145,13 @@ def gather(
     from harness.runs.files import write_json_atomic
 
     started = time.monotonic()
-    measured = replace(cell, repeats=1)
-    record = CellRunner(store).run(measured, step)
-    store.append(record)
-    if record.ok and not counted(record) and measured.steady_max < STARTUP_CAP_S:
-        announce(
-            f"  the incumbent counted nothing in its window ({record.number('wall_s') or 0:.0f} s from its launch): "
-            f"measured again with up to {STARTUP_CAP_S:g} s for its start-up"
-        )
-        measured = with_startup(measured)
+
+    def run(measured: Cell) -> Record:
         record = CellRunner(store).run(measured, step)
         store.append(record)
+        return record
+
+    measured, record = measure_until_counted(replace(cell, repeats=1), run, announce, "the incumbent")
     view = build_view([record], store.meta())
     findings = [f.to_json() for f in diagnose(view)] if counted(record) else []
     document, error = None, None

@@ -37,12 +37,13 @@ from harness.model.vocabulary import Vocabulary
 from harness.running.matrix import Cell
 from harness.running.runner import CellRunner
 from harness.runs.files import write_json_atomic
+from harness.runs.record import Record
 from harness.runs.store import RunStore
 from harness.runs.view import record_rate
 from harness.tune import workers
 from harness.tune.bottleneck import Limit
 from harness.tune.duel import BETTER, Duel, duel, slicing_for
-from harness.tune.evidence import counted, gather, report_gap, with_startup
+from harness.tune.evidence import STARTUP_CAP_S, counted, gather, measure_until_counted, report_gap, with_startup
 from harness.tune.race import RaceOptions, pilot, race, time_to_target
 from harness.tune.result import TUNE_JSON, Step, Trial, TuneState, key_of
 from harness.tune.screen import Screen, ahead, screen, spread
@@ -436,8 +437,15 @@ class Tuner:
         challengers)."""
         key = key_of(values)
         if key not in self._readings:
-            record = CellRunner(self.store).run(self.measured_cell(values, self.screen_window(step)), 0)
-            self.store.append(record)
+
+            def run(cell: Cell) -> Record:
+                record = CellRunner(self.store).run(cell, 0)
+                self.store.append(record)
+                return record
+
+            cell = self.measured_cell(values, self.screen_window(step))
+            cell, record = measure_until_counted(cell, run, self.announce, f"  the reading of {describe(values)}")
+            self._slow_start = self._slow_start or cell.steady_max >= STARTUP_CAP_S
             self._cell_s = record.number("wall_s") or self._cell_s
             self._readings[key] = record_rate(record)
         return self._readings[key]

@@ -497,6 +497,13 @@ def test_spread_keeps_both_ends_and_ahead_runs_nearest_first():
     assert spread([1, 2, 3, 4, 5, 6, 7], 4) == [1, 3, 5, 7] and spread([1, 2], 4) == [1, 2]
 
 
+class Values(dict):
+    """A stand-in tuner's cell: its values, measured as a program that started at once (a
+    reading that counted nothing is not measured again for its start-up)."""
+
+    steady_max = 60.0
+
+
 def stand_in_tuner(tmp_path, monkeypatch, knobs, words, start, critical, rate, decide, label, evidence_rate=False):
     """A tune whose processes are tables: readings from `rate(params)`, each A/B's decision
     from `decide(incumbent, challenger)`, the evidence's limit `critical` (and, with
@@ -527,7 +534,7 @@ def stand_in_tuner(tmp_path, monkeypatch, knobs, words, start, critical, rate, d
         return search_module.Limit.from_json(step.limit)
 
     monkeypatch.setattr(search_module, "CellRunner", Runner)
-    monkeypatch.setattr(Tuner, "measured_cell", lambda self, values, seconds=None: values)
+    monkeypatch.setattr(Tuner, "measured_cell", lambda self, values, seconds=None: Values(values))
     monkeypatch.setattr(Tuner, "evidence", evidence)
     monkeypatch.setattr(search_module, "duel", duel)
     return t, read
@@ -689,6 +696,55 @@ def test_with_no_reading_of_the_incumbent_the_moves_that_read_go_first_highest_f
     tried = [(x.knob, x.value) for x in t.state.steps[0].trials]
     assert tried[0] == ("batch", 400) and t.state.steps[0].adopted == 0, tried
     assert not t.state.steps[0].trials[0].joint  # nothing read above an incumbent that read nothing
+
+
+def test_a_reading_that_counted_nothing_is_measured_again_for_its_start_up():
+    """rl_zoo3 at 8 envs prints its first table 20-30 s after launch: nine 14 s screen cells of
+    Z5's step 2 read "no rate". Like the evidence, a reading that counted nothing is measured
+    again with the start-up cap."""
+    from harness.running.matrix import Cell
+    from harness.tune.evidence import STARTUP_CAP_S, measure_until_counted
+
+    ran, said = [], []
+
+    def run(cell):
+        ran.append(cell.steady_max)
+        return record(415.2 if cell.steady_max >= STARTUP_CAP_S else None)
+
+    cell = Cell("command", {"workers": 8}, 4.0, 0.0, None, 1, 60.0, steady_max=10.0)
+    used, got = measure_until_counted(cell, run, said.append, "  the reading of workers=8")
+    assert ran == [10.0, STARTUP_CAP_S] and got.metrics["steps_per_s"] == 415.2
+    assert used.steady_max == STARTUP_CAP_S and used.timeout >= 4.0 + STARTUP_CAP_S
+    assert said and said[0].startswith("    the reading of workers=8 counted nothing in its window")
+    ran.clear()
+    measure_until_counted(used, run, said.append, "again")  # a cell with the cap: once
+    assert ran == [STARTUP_CAP_S]
+    failed = measure_until_counted(cell, lambda c: record(None, status="error"), said.append, "x")[1]
+    assert failed.status == "error"  # a failure is not a slow start: not run again
+
+
+def test_a_screen_reading_that_needed_its_start_up_gives_it_to_the_tunes_later_cells(tmp_path, monkeypatch):
+    from harness.running.matrix import Cell
+    from harness.tune.evidence import STARTUP_CAP_S
+    from harness.tune.result import Step
+
+    t = tuner([parse_knob("batch=32..512:log")], Vocabulary(), {"batch": 32}, tmp_path)
+    t.make_cell = lambda values: Cell("command", dict(values), 8.0, 0.0, None, 1, 60.0, steady_max=10.0)
+    caps = []
+
+    class Runner:
+        def __init__(self, store):
+            pass
+
+        def run(self, cell, repeat):
+            caps.append(cell.steady_max)
+            return record(300.0 if cell.steady_max >= STARTUP_CAP_S else None)
+
+    monkeypatch.setattr(search_module, "CellRunner", Runner)
+    step = Step(1, {"batch": 32}, 0.0)
+    assert t.reading({"batch": 512}, step) == ("steps_per_s", 300.0)
+    assert t.reading({"batch": 256}, step) == ("steps_per_s", 300.0)
+    assert caps == [10.0, STARTUP_CAP_S, STARTUP_CAP_S]  # the second reading started with the cap
 
 
 def test_a_reading_refused_by_its_provenance_orders_nothing():
