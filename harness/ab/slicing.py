@@ -121,9 +121,6 @@ class Sample:
     counters: dict[str, float]
     read_at: float  # the parent's time.monotonic() when it read the line
     phase: str = "measure"  # the child probe's phase (warmup until its rate settled)
-    # the cell's threads' (CPU, run-queue) seconds when the parent read the line
-    # (Instance.sched_times): what the cell ran in its slice before its window opened
-    sched: dict[tuple[int, int], tuple[float, float]] | None = None
 
 
 @dataclass
@@ -140,7 +137,7 @@ class SliceResult:
     runq_s: float | None = None
     stopping_s: float = 0.0  # SIGSTOP sent to every thread stopped (part of length_s)
     # the cell's CPU seconds from its window's first sample (as read when it arrived) to the
-    # stop: the slice's, less what ran before the window opened; None where not read
+    # stop: the slice's, less what ran before the window opened; None where no window opened
     window_cpu_s: float | None = None
 
     def adjusted_rate(self, estimand: str) -> float | None:
@@ -303,13 +300,10 @@ class Instance:
         messages = self._reader.read()
         now = time.monotonic()
         new = []
-        sched = None
         for message in self.stream.add(messages):
-            sched = sched if sched is not None else self.sched_times()
             sample = Sample(
-                float(message["t"]), dict(message.get("counters") or {}), now, str(message.get("phase", "measure")),
-                sched,
-            )  # fmt: skip
+                float(message["t"]), dict(message.get("counters") or {}), now, str(message.get("phase", "measure"))
+            )
             self._offset = min(self._offset, now - sample.t)
             new.append(sample)
         self.samples += new
@@ -602,12 +596,18 @@ class Slicer:
         t_asked = time.monotonic()
         inst.cont()
         t_cont = (t_asked + time.monotonic()) / 2
+        # the CPU run before the window opened (a window carried from the last slice opened
+        # before this one began): read when its first sample is, so that the rate per CPU
+        # second counts the window's CPU, not the slice's
+        at_opening = None if not carried else sched_before
         while True:
             interrupts.check()
             time.sleep(opts.poll_s)
             inst.read()
             now = time.monotonic()
             usable = self._usable(inst, mark, t_asked, carried)
+            if at_opening is None and usable:
+                at_opening = inst.sched_times()
             if now - t_cont >= opts.slice_s and _span(usable) >= opts.window_s:
                 break
             if now - t_cont >= opts.max_slice_s:
@@ -627,13 +627,8 @@ class Slicer:
         share = cpu_s / (t_stop - t_cont) if t_stop > t_cont else None
         result = SliceResult(inst.side.name, t_cont, t_stop - t_cont, None, None, share, runq_s=runq_s)
         result.stopping_s = stopping_s
-        opened = usable[0] if usable else None
-        if opened is not None and opened.sched is not None:
-            # a window opened by a sample of this slice leaves out what ran before it; one carried
-            # from the last slice (read before this one began) leaves out nothing. The end is
-            # the stopped reading: exact, as the slice's own
-            before = slice_sched(sched_before, opened.sched)[0] if opened.read_at >= t_asked else 0.0
-            result.window_cpu_s = max(cpu_s - before, 0.0)
+        if at_opening is not None:  # the end is the stopped reading: exact, as the slice's own
+            result.window_cpu_s = max(cpu_s - slice_sched(sched_before, at_opening)[0], 0.0)
         return result, usable
 
     def _usable(self, inst: Instance, mark: int, t_cont: float, carried: bool) -> list[Sample]:

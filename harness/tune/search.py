@@ -225,7 +225,7 @@ class Tuner:
         causal = CausalOptions(budget_s=opts.causal_budget_s, seed=opts.seed) if opts.causal_budget_s > 0 else None
         cell = self.measured_cell(step.incumbent)
         found = gather(cell, self.store, step.index, causal, self.cores, self.announce)
-        self._slow_start = self._slow_start or found.cell.steady_max > cell.steady_max
+        self._slow_start = self._slow_start or found.cell.steady_max >= STARTUP_CAP_S
         self._cell_s = found.record.number("wall_s") or self._cell_s
         step.report_gap_s = report_gap(self.store.root, found.record)
         if slicing_for(step.report_gap_s).slice_s > slicing_for(None).slice_s:
