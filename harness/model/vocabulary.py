@@ -86,6 +86,7 @@ SIGNALS: dict[str, str] = {
     "gil_wait_share": "value: share of busy thread time spent waiting for the GIL (the process where it is largest)",
     "gil_threads": "value: threads of that process that wanted a CPU, on average",
     "gil_cpu_cores": "value: that process's CPU use, in cores",
+    "gil_compute_spread": "value: that process's compute over its busiest thread's: the cores it could fill without the GIL",
     "worker_cpu_pct": "value: {pid: % of one core} of each worker process",
     "worker_wait_pct": "value: {pid: % of its sampled thread time} each worker spent blocked or asleep",
     "worker_runnable_pct": "value: {pid: % of one core} each worker ran or sat runnable waiting for a CPU (the "

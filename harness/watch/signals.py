@@ -27,6 +27,7 @@ PROCESS_TABLE_MAX = 64
 # The signals only the stacks give: absent when py-spy saw nothing (harness.monitors.blind).
 FROM_STACKS = (
     "sleep_share", "sleep_process", "sleep_site", "gil_wait_share", "gil_threads", "gil_cpu_cores", "gil_process",
+    "gil_compute_spread",
     "ipc_share", "ipc_share_growth", "ipc_role", "ipc_site", "worker_wait_pct",
 )  # fmt: skip
 MIN_THIRD_BUSY_S = 0.2  # busy seconds a role needs in the first and last third to compare them
@@ -34,7 +35,8 @@ MIN_GIL_BUSY_S = 0.5
 _CUDA = re.compile(r"\bcuda(:\d+)?\b", re.IGNORECASE)
 _NEGATED = re.compile(r"^-+(no|disable|without)[-_]", re.IGNORECASE)
 _FALSE = frozenset({"false", "f", "no", "n", "off", "0", "none", ""})
-_BUSY_COLS = [INDEX[c] for c in (*BUSY, GIL_WAIT)]
+_RAN_COLS = [INDEX[c] for c in BUSY]
+_BUSY_COLS = [*_RAN_COLS, INDEX[GIL_WAIT]]
 _WAIT_COLS = [INDEX[c] for c in (SLEEP, BLOCKED)]
 
 
@@ -117,6 +119,18 @@ def _busiest_thread(breakdown: Breakdown, pid: int) -> str | None:
     return f"{best[1]} {100 * best[0]:.0f} %" if best else None
 
 
+def _compute_spread(breakdown: Breakdown, pid: int) -> float | None:
+    """The process's compute (the time its threads ran Python, GIL waits excluded) over its
+    busiest thread's: how many cores that compute could fill if the GIL let the threads run
+    at once, so the most that processes could gain. Four CPU-bound threads read 4; a spinning
+    main thread beside the feeder thread of a multiprocessing.Queue reads about 1: the feeder
+    waits a switch interval for the GIL on every item (a share of the process's time that
+    looks like contention) but has nothing to run in parallel. None without compute."""
+    ran = [float(arr[:, _RAN_COLS].sum()) for (p, _), arr in breakdown.threads.items() if p == pid]
+    busiest = max(ran, default=0.0)
+    return sum(ran) / busiest if busiest > 0 else None
+
+
 def _pct(values: Mapping[str, float]) -> dict[str, float]:
     return {k: round(100.0 * v, 1) for k, v in values.items()}
 
@@ -190,6 +204,9 @@ def collect(
         if site:
             metrics["sleep_site"] = site
 
+    # The process shown is the one whose GIL waits hold back the most compute that could run
+    # in parallel (its wait share x (1 - 1 / spread)), so actors' queue feeders waiting beside
+    # one spinning thread each do not hide a learner whose threads are truly serialized.
     gil = []
     for pid in program_pids:
         if len(by_pid.get(pid, [])) < 2:
@@ -197,13 +214,18 @@ def collect(
         arr = breakdown.process(pid)
         wanting = float(arr[:, _BUSY_COLS].sum())
         if wanting >= MIN_GIL_BUSY_S:
-            gil.append((float(arr[:, INDEX[GIL_WAIT]].sum()) / wanting, wanting, pid))
+            share = float(arr[:, INDEX[GIL_WAIT]].sum()) / wanting
+            spread = _compute_spread(breakdown, pid)
+            held_back = share * (1.0 - 1.0 / spread) if spread is not None else share
+            gil.append((held_back, share, spread, wanting, pid))
     if gil:
-        share, wanting, pid = max(gil)
+        _, share, spread, wanting, pid = max(gil)
         metrics["gil_wait_share"] = share
         metrics["gil_threads"] = wanting / window if window > 0 else 0.0
         metrics["gil_cpu_cores"] = rates[pid].get("cpu_cores")
         metrics["gil_process"] = f"pid {pid} ({roles.get(pid)})"
+        if spread is not None:
+            metrics["gil_compute_spread"] = spread
 
     ipc = []
     third = max(1, breakdown.bins // 3)

@@ -16,11 +16,12 @@ from harness.diagnosis import diagnose
 from harness.errors import UserError
 from harness.model.vocabulary import WATCH_SUITE
 from harness.monitors.logrates import DEFAULT_PATTERN, LogRatesMonitor, compile_pattern, parse_line, rate_name
+from harness.monitors.procstat import ProcInfo
 from harness.monitors.torch_calls import TorchCallsMonitor, hook_env
 from harness.watch import breakdown, roles
 from harness.watch.chrometrace import ThreadTimeline, parse
 from harness.watch.classify import Frame, classify, entry_function
-from harness.watch.signals import asks_for_cuda
+from harness.watch.signals import asks_for_cuda, collect
 from tests.records import make_record
 
 STD = "/usr/lib/python3.11"
@@ -152,6 +153,32 @@ def test_busy_time_without_wakeups_is_an_unknown_blocking_call_not_the_gil():
 def test_a_lone_thread_is_never_waiting_for_the_gil():
     out = breakdown.build(breakdown.bin_edges(0.0, 4.0), [busy_thread(1)], {(9, 1): sched(0.1, 200)})
     assert breakdown.shares(out.process(9))["gil_wait"] == 0.0
+
+
+def proc_info(pid, cores):
+    return ProcInfo(pid, 1, "python", ["python", "train.py"], None, 0.0, 4.0, [(t, cores * t, 0, 0, 0, 0, 0) for t in (0.0, 4.0)])
+
+
+def test_a_feeder_thread_waiting_for_the_gil_beside_one_busy_thread_is_no_spread_compute():
+    """test_watch.py's healthy control (busy_poll.py block) drew GIL_BOUND once in a full run:
+    each actor's main thread spins and its multiprocessing.Queue feeder, running a little per
+    item, waits a switch interval for the GIL ~100 times a second (1.61 threads, 39 % GIL
+    waits). Its compute cannot spread, where four CPU-bound threads' can: the signals pick
+    the latter and say by how much (gil_compute_spread)."""
+    edges = breakdown.bin_edges(0.0, 4.0)
+    feeder = ThreadTimeline(7, 2, "feeder", [(0.0, 4.0, "compute")])
+    lines_ = [ThreadTimeline(7, 1, "MainThread", [(0.0, 4.0, "compute")]), feeder]
+    lines_ += [ThreadTimeline(8, tid, f"T{tid}", [(0.0, 4.0, "compute")]) for tid in (1, 2, 3, 4)]
+    threads = {(7, 1): sched(0.85, 5), (7, 2): sched(0.02, 100)}  # the feeder: 20 ms a second, 100 wake-ups
+    threads |= {(8, tid): sched(0.2, 150) for tid in (1, 2, 3, 4)}  # 4 threads share 0.8 of a core
+    out = breakdown.build(edges, lines_, threads)
+    procs = {7: proc_info(7, 0.87), 8: proc_info(8, 0.8)}
+    only_actor, _ = collect(out, {7: procs[7]}, {7: "workers"}, lines_[:2], {}, threads)
+    assert only_actor["gil_wait_share"] > 0.3 and only_actor["gil_compute_spread"] < 1.1
+    assert rules_of({k: v for k, v in only_actor.items() if k.startswith("gil_")}) == []
+    both, _ = collect(out, procs, {7: "workers", 8: "workers"}, lines_, {}, threads)
+    assert both["gil_process"] == "pid 8 (workers)" and both["gil_compute_spread"] == pytest.approx(4.0, abs=0.1)
+    assert rules_of({k: v for k, v in both.items() if k.startswith("gil_")}) == [("GIL_BOUND", "warning")]
 
 
 def test_a_thread_with_no_python_frame_is_native_work_not_a_gil_contender():
@@ -293,14 +320,15 @@ def rules_of(metrics):
     [
         ({"sleep_share": 0.9, "wakeups_hz": 800.0, "sleep_site": "a.py:3 f: time.sleep(0.001)"}, ("BUSY_WAIT", "warning")),
         ({"ipc_share": 0.6, "ipc_share_growth": 1.1, "write_size_growth": 3.0}, ("SERIALIZATION", "warning")),
-        ({"gil_wait_share": 0.6, "gil_threads": 4.0, "gil_cpu_cores": 1.0}, ("GIL_BOUND", "warning")),
+        ({"gil_wait_share": 0.6, "gil_threads": 4.0, "gil_cpu_cores": 1.0, "gil_compute_spread": 4.0}, ("GIL_BOUND", "warning")),
+        ({"gil_wait_share": 0.6, "gil_threads": 4.0, "gil_cpu_cores": 1.0}, ("GIL_BOUND", "warning")),  # a record before the spread
         ({"batch_mean": 1.0, "batch_limit": 16}, ("SMALL_BATCHES", "warning")),
         ({"worker_devices": {"11": "cpu", "12": "cpu"}, "gpu_asked": 1.0}, ("NET_OFF_DEVICE", "warning")),
         ({"worker_devices": {"11": "cpu", "12": "cuda:0"}, "gpu_asked": 0.0}, ("NET_OFF_DEVICE", "warning")),
         ({"worker_devices": {"11": "cpu"}, "gpu_asked": 0.0, "gpu_util_mean": 0.0}, ("NET_OFF_DEVICE", "info")),
         ({"worker_wait_pct": {"1": 99.0, "2": 98.0, "3": 97.0}, "worker_cpu_pct": {"1": 1.0, "2": 1.0, "3": 1.0}, "log_iter_per_s": 50.0}, ("IDLE_WORKERS", "warning")),
     ],
-    ids=["busy-wait", "serialization", "gil", "small-batches", "net-asked", "net-mixed", "net-present", "idle-workers"],
+    ids=["busy-wait", "serialization", "gil", "gil-spread-unknown", "small-batches", "net-asked", "net-mixed", "net-present", "idle-workers"],
 )
 def test_each_watch_rule_fires_on_its_signals(metrics, expected):
     assert rules_of(metrics) == [expected]
@@ -344,12 +372,13 @@ def test_idle_workers_beside_a_busy_server_name_the_server_first():
         {"ipc_share": 0.6, "ipc_share_growth": 1.6, "write_size_growth": 1.0},  # busy IPC of steady messages
         {"gil_wait_share": 0.6, "gil_threads": 4.0, "gil_cpu_cores": 3.5},  # threads that release the GIL
         {"gil_wait_share": 0.1, "gil_threads": 4.0, "gil_cpu_cores": 1.0},
+        {"gil_wait_share": 0.39, "gil_threads": 1.61, "gil_cpu_cores": 0.858, "gil_compute_spread": 1.03},  # a feeder beside one busy thread
         {"batch_mean": 16.0, "batch_limit": 16},
         {"worker_devices": {"11": "cpu"}, "gpu_asked": 0.0},  # no GPU asked or present
         {"worker_wait_pct": {"1": 99.0, "2": 20.0, "3": 10.0}, "worker_cpu_pct": {"1": 1.0, "2": 80.0, "3": 90.0}, "log_iter_per_s": 50.0},
         {"worker_wait_pct": {"1": 99.0, "2": 99.0}, "worker_cpu_pct": {"1": 0.0, "2": 0.0}},  # no progress either
     ],
-    ids=["slow-sleeper", "data-wakeups", "steady-ipc", "gil-released", "little-gil", "full-batches", "no-gpu", "busy-workers", "stalled"],
+    ids=["slow-sleeper", "data-wakeups", "steady-ipc", "gil-released", "little-gil", "gil-one-thread-computes", "full-batches", "no-gpu", "busy-workers", "stalled"],
 )
 def test_the_watch_rules_stay_quiet_on_healthy_signals(metrics):
     assert rules_of(metrics) == []
