@@ -52,6 +52,7 @@ import math
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -159,6 +160,8 @@ def one_trial(clone: Path, cell: str, base: str, arm: str, budget: float, args: 
     started = time.monotonic()
     done = subprocess.run(command, cwd=clone, capture_output=True, text=True, env=_child_env())
     wall = time.monotonic() - started
+    if done.returncode in (130, -signal.SIGINT):  # the A/B was interrupted, not the trial decided: stop here
+        raise KeyboardInterrupt
     runs = sorted(out.glob("*/ab.json"), key=lambda p: p.stat().st_mtime)
     if done.returncode not in (0, 1, 3) or not runs:
         return {"exit_code": done.returncode, "wall_s": wall, "error": (done.stderr or done.stdout)[-2000:]}
