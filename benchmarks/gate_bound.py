@@ -76,6 +76,8 @@ def spreads(trials: list[dict]) -> dict[str, float]:
             overhead.append(block["elapsed_s"] - sum(p["base"]["length_s"] + p["cand"]["length_s"] for p in measured))
         k = np.array([len(r) for r, _ in blocks])
         between.append((means - means.mean(), k))
+    if not within_df:
+        raise SystemExit("error: no block has two measured pairs: the pairs' noise cannot be told from the launches'")
     sigma_w2 = within_ss / within_df
     # var(block mean) = sigma_b^2 + sigma_w^2 / k: pooled over trials (n - 1 each for its own mean)
     dev2 = sum(float(np.sum(d**2)) for d, _ in between)

@@ -219,7 +219,7 @@ def collect(
             held_back = share * (1.0 - 1.0 / spread) if spread is not None else share
             gil.append((held_back, share, spread, wanting, pid))
     if gil:
-        _, share, spread, wanting, pid = max(gil)
+        _, share, spread, wanting, pid = max(gil, key=lambda row: (row[0], row[3]))  # ties: the busier process
         metrics["gil_wait_share"] = share
         metrics["gil_threads"] = wanting / window if window > 0 else 0.0
         metrics["gil_cpu_cores"] = rates[pid].get("cpu_cores")
