@@ -478,6 +478,14 @@ def test_a_program_whose_progress_comes_in_bursts_gets_slices_that_span_them(tmp
     (tmp_path / "series" / "c-0.csv").write_text("\n".join(lines) + "\n")
     assert report_gap(tmp_path, rec) is None
     assert slicing_for(report_gap(tmp_path, rec)) == SliceOptions()
+    # a 1 s evidence window holds one sample interval: grown, it is no gap (1.013 s read as one
+    # gave the end-to-end tune test 6 s slices)
+    lines = ["t_s,phase,metric,value", "5.0,measure,global_step,1000", "6.013,measure,global_step,1130", "6.013,stopped,global_step,1130"]
+    (tmp_path / "series" / "c-0.csv").write_text("\n".join(lines) + "\n")
+    assert report_gap(tmp_path, rec) is None
+    lines = ["t_s,phase,metric,value", "5.0,measure,global_step,1000", "6.013,measure,global_step,1000", "6.013,stopped,global_step,1000"]
+    (tmp_path / "series" / "c-0.csv").write_text("\n".join(lines) + "\n")
+    assert report_gap(tmp_path, rec) == pytest.approx(1.013)  # it stood still: a gap
     # the same samples with one standing still: a gap of two samples
     rows[4] = (rows[4][0], "measure", rows[3][2])
     lines = ["t_s,phase,metric,value", *(f"{t},{phase},global_step,{v}" for t, phase, v in rows)]
