@@ -127,9 +127,9 @@ def main() -> None:
         sp = spreads(own)
         # the trials as the unit of resampling: how firm the needed budget is
         again = [budget_for(spreads(list(rng.choice(own, len(own)))), args.tolerance, args.alpha, 0.95) for _ in range(200)]
+        designs = {b: best_design(sp, b) for b in budgets}
         line = ", ".join(
-            f"{b:.0f} s: k* {best_design(sp, b)[0]:.1f}, sd {best_design(sp, b)[1]:.4f}, ok {p_ok(best_design(sp, b)[1], args.tolerance, args.alpha):.0%}"
-            for b in budgets
+            f"{b:.0f} s: k* {k:.1f}, sd {sd:.4f}, ok {p_ok(sd, args.tolerance, args.alpha):.0%}" for b, (k, sd) in designs.items()
         )
         print(
             f"{cell}: {sp['trials']} trials, {sp['blocks']} blocks; pair sd {sp['sigma_w']:.4f}, launch sd "

@@ -108,6 +108,17 @@ def with_startup(cell: Cell) -> Cell:
     return replace(cell, steady_max=cap, timeout=timeout)
 
 
+def kept_run(store: RunStore, repeat: int) -> Callable[[Cell], Record]:
+    """Run a cell as `repeat` and append its record to the store: how the tune measures."""
+
+    def run(cell: Cell) -> Record:
+        record = CellRunner(store).run(cell, repeat)
+        store.append(record)
+        return record
+
+    return run
+
+
 def measure_until_counted(
     cell: Cell, run: Callable[[Cell], Record], announce: Callable[[str], None], what: str
 ) -> tuple[Cell, Record]:
@@ -147,13 +158,7 @@ def gather(
     from harness.runs.files import write_json_atomic
 
     started = time.monotonic()
-
-    def run(measured: Cell) -> Record:
-        record = CellRunner(store).run(measured, step)
-        store.append(record)
-        return record
-
-    measured, record = measure_until_counted(replace(cell, repeats=1), run, announce, "the incumbent")
+    measured, record = measure_until_counted(replace(cell, repeats=1), kept_run(store, step), announce, "the incumbent")
     view = build_view([record], store.meta())
     findings = [f.to_json() for f in diagnose(view)] if counted(record) else []
     document, error = None, None

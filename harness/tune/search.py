@@ -35,15 +35,21 @@ from harness.causal.result import CausalOptions
 from harness.errors import UserError
 from harness.model.vocabulary import Vocabulary
 from harness.running.matrix import Cell
-from harness.running.runner import CellRunner
 from harness.runs.files import write_json_atomic
-from harness.runs.record import Record
 from harness.runs.store import RunStore
 from harness.runs.view import record_rate
 from harness.tune import workers
 from harness.tune.bottleneck import Limit
 from harness.tune.duel import BETTER, Duel, duel, slicing_for
-from harness.tune.evidence import STARTUP_CAP_S, counted, gather, measure_until_counted, report_gap, with_startup
+from harness.tune.evidence import (
+    STARTUP_CAP_S,
+    counted,
+    gather,
+    kept_run,
+    measure_until_counted,
+    report_gap,
+    with_startup,
+)  # fmt: skip
 from harness.tune.race import RaceOptions, pilot, race, time_to_target
 from harness.tune.result import TUNE_JSON, Step, Trial, TuneState, key_of
 from harness.tune.screen import Screen, ahead, screen, spread
@@ -437,14 +443,10 @@ class Tuner:
         challengers)."""
         key = key_of(values)
         if key not in self._readings:
-
-            def run(cell: Cell) -> Record:
-                record = CellRunner(self.store).run(cell, 0)
-                self.store.append(record)
-                return record
-
             cell = self.measured_cell(values, self.screen_window(step))
-            cell, record = measure_until_counted(cell, run, self.announce, f"  the reading of {describe(values)}")
+            cell, record = measure_until_counted(
+                cell, kept_run(self.store, 0), self.announce, f"the reading of {describe(values)}"
+            )
             self._slow_start = self._slow_start or cell.steady_max >= STARTUP_CAP_S
             self._cell_s = record.number("wall_s") or self._cell_s
             self._readings[key] = record_rate(record)

@@ -12,6 +12,7 @@ import pytest
 from harness.ab.sequential import Interval
 from harness.errors import UserError
 from harness.model.vocabulary import Advice, Move, Vocabulary
+from harness.tune import evidence as evidence_module
 from harness.tune import search as search_module
 from harness.tune.bottleneck import read_limit, symptom_of
 from harness.tune.duel import BETTER, WORSE, Duel, gain_decider
@@ -541,7 +542,7 @@ def stand_in_tuner(tmp_path, monkeypatch, knobs, words, start, critical, rate, d
             self._readings[search_module.key_of(step.incumbent)] = (step.metric, step.rate)
         return search_module.Limit.from_json(step.limit)
 
-    monkeypatch.setattr(search_module, "CellRunner", Runner)
+    monkeypatch.setattr(evidence_module, "CellRunner", Runner)  # the tune runs its cells through evidence.kept_run
     monkeypatch.setattr(Tuner, "measured_cell", lambda self, values, seconds=None: Values(values))
     monkeypatch.setattr(Tuner, "evidence", evidence)
     monkeypatch.setattr(search_module, "duel", duel)
@@ -748,7 +749,7 @@ def test_a_screen_reading_that_needed_its_start_up_gives_it_to_the_tunes_later_c
             caps.append(cell.steady_max)
             return record(300.0 if cell.steady_max >= STARTUP_CAP_S else None)
 
-    monkeypatch.setattr(search_module, "CellRunner", Runner)
+    monkeypatch.setattr(evidence_module, "CellRunner", Runner)  # the tune runs its cells through evidence.kept_run
     step = Step(1, {"batch": 32}, 0.0)
     assert t.reading({"batch": 512}, step) == ("steps_per_s", 300.0)
     assert t.reading({"batch": 256}, step) == ("steps_per_s", 300.0)
