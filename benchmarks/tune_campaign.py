@@ -136,11 +136,14 @@ def tune_found_s(doc: dict) -> float:
     return adoptions(doc)[-1][0]
 
 
-def run_seed(name: str, code: Path, out: Path, budget: float, grid_from: Path | None = None) -> dict:
+def run_seed(
+    name: str, code: Path, out: Path, budget: float, grid_from: Path | None = None, min_gain: float | None = None
+) -> dict:
     seed = SEEDS[name]
     suite, knobs, fixed = seed["suite"], seed["knobs"], seed["fixed"]
     out.mkdir(parents=True, exist_ok=True)
     knob_args = [f"--knob={k}={','.join(map(str, v))}" for k, v in knobs.items()]
+    knob_args += [] if min_gain is None else ["--min-gain", str(min_gain)]
     rc, tune_s, text = harness(
         code, "tune", suite, *sets({**fixed, **seed["start"]}), *knob_args, "--budget", str(budget),
         "--out", str(out / "tune"), "--quiet",
@@ -156,7 +159,7 @@ def run_seed(name: str, code: Path, out: Path, budget: float, grid_from: Path | 
     else:  # a grid of this sitting, swept before the tune was run again
         grid_run = grid_from
         grid_s = run_seconds(grid_run)
-    return confirm(name, code, out, rc, tune_s, grid_run, grid_s)
+    return {**confirm(name, code, out, rc, tune_s, grid_run, grid_s), "min_gain": min_gain}
 
 
 def run_seconds(run: Path) -> float:
@@ -239,8 +242,9 @@ def line(row: dict) -> str:
         return f"{c['median']:.4g} [{c['min']:.4g}-{c['max']:.4g}]" if c["median"] else "-"
 
     ratio = row["winner_over_best"]
+    told = "" if row.get("min_gain") is None else f" (--min-gain {row['min_gain']:g})"
     return (
-        f"{row['seed']}: start {cell(row['start'])}, winner {cell(row['winner'])} {row['winner']['params']}, best "
+        f"{row['seed']}{told}: start {cell(row['start'])}, winner {cell(row['winner'])} {row['winner']['params']}, best "
         f"{cell(row['best'])} {row['best']['params']}; winner/best {ratio:.3f}; found at {row['found_s']:.0f} s, tune "
         f"{row['tune_s']:.0f} s, grid of {row['grid_cells']} cells {row['grid_s']:.0f} s "
         f"(found/grid {row['found_s'] / row['grid_s']:.2f}); within 10 % of the best from "
@@ -264,6 +268,7 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=1200.0, help="each tune's --budget (seconds)")
     parser.add_argument("--out", type=Path, default=Path("results/tune_campaign"), help="run directories")
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose harness runs")
+    parser.add_argument("--min-gain", type=float, help="each tune's --min-gain (default: the harness's)")
     parser.add_argument("--save", type=Path, help="append each seed's row (JSON lines)")
     parser.add_argument(
         "--grid-from", type=Path, help="one seed only: its grid's run directory, swept earlier in this sitting"
@@ -295,7 +300,8 @@ def main() -> None:
     stamp = time.strftime("%Y%m%dT%H%M%S")
     for name in args.seeds:
         grid = args.grid_from.resolve() if args.grid_from else None
-        row = run_seed(name, args.code.resolve(), (args.out / f"{stamp}-{name}").resolve(), args.budget, grid)
+        out = (args.out / f"{stamp}-{name}").resolve()
+        row = run_seed(name, args.code.resolve(), out, args.budget, grid, args.min_gain)
         emit(row, args.save)
 
 

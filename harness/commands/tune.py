@@ -38,7 +38,8 @@ def tune(
     min_gain: float = typer.Option(
         0.03,
         "--min-gain",
-        help="a challenger must be able to run this much faster than the incumbent to be worth its A/B",
+        help="the smallest gain worth a change of settings: a challenger is adopted when its A/B shows it "
+        "at least this much faster than the incumbent, dropped when it shows less (0: any decided gain)",
     ),
     duel_budget: float = typer.Option(150.0, "--duel-budget", help="seconds one challenger's A/B may take"),
     evidence: float = typer.Option(8.0, "--evidence", help="measured seconds of the incumbent's diagnosed cell"),

@@ -2,10 +2,14 @@
 blocks, the anytime-valid interval of the median block log-ratio), with the two sides the
 same code and different params, and tune's three-way decision in place of the gate's.
 
-"better": the whole interval lies above 1 (the challenger is faster, at the A/B's
-confidence); "worse": the whole interval lies below 1 + min_gain (it cannot be a gain worth
-taking); otherwise more blocks, and at the budget "undecided". Nothing is adopted on a
-single reading: a decision needs the interval, and the interval needs the blocks
+One edge decides both ways: 1 + min_gain, the smallest gain worth a change of settings.
+"better": the whole interval lies above it (the challenger is faster by at least that, at the
+A/B's confidence); "worse": the whole interval lies below it (slower, or faster by less than a
+change is worth); otherwise more blocks, and at the budget "undecided". An edge at 1 for
+adoption adopted any decided gain, however small: MCCFR's campaign at 71df82e adopted sync
+modes 1.046x [1.005, 1.089] and then 1.116x apart, 374 s of a tune spent on settings its
+confirmations could not rank (5-12 % apart). Nothing is adopted on a single reading: a
+decision needs the interval, and the interval needs the blocks
 (harness.ab.sequential.blocks_to_decide).
 """
 
@@ -48,11 +52,12 @@ def slicing_for(gap_s: float | None) -> SliceOptions:
 
 
 def gain_decider(min_gain: float):
-    """The decision on the interval of log(challenger / incumbent)."""
+    """The decision on the interval of log(challenger / incumbent), at the one edge
+    log(1 + min_gain)."""
     worth = math.log1p(min_gain)
 
     def decide(interval: Interval) -> str:
-        if interval.low > 0:
+        if interval.low > worth:
             return BETTER
         if interval.high < worth:
             return WORSE
@@ -67,24 +72,23 @@ FUTILE_FACTOR = 1.5  # stop when the blocks projected to decide exceed this many
 
 def futility(min_gain: float, alpha: float) -> GiveUp:
     """Stop a challenger's A/B, undecided, once its blocks say no budget it has is likely to
-    decide: the blocks projected to reach either edge (1, for "better"; 1 + min_gain, for
-    "worse") at the blocks' spread (harness.ab.experiment.blocks_needed, at the A/B's
-    confidence) exceed FUTILE_FACTOR times the blocks its budget holds. In the seeds campaign
+    decide: the blocks projected to reach the edge (1 + min_gain, either way) at the blocks'
+    spread (harness.ab.experiment.blocks_needed, at the A/B's confidence) exceed FUTILE_FACTOR
+    times the blocks its budget holds. In the seeds campaign
     at 0ba8279 the undecided A/Bs (gains of 0-5 %, 139-156 s each, six of them) were most of a
     tune's time; replayed on their recorded blocks, this rule stopped each after 5-7 blocks
     (444 s of the campaign's time) and no A/B that decided. Stopping decides nothing, so it
     cannot make a wrong decision: it gives up a small gain a longer A/B might have shown."""
-    edges = (0.0, math.log1p(min_gain))
+    edge = math.log1p(min_gain)
 
     def give_up(series: list[list[float | None]], interval: Interval, blocks: int, held: float) -> str | None:
         if blocks < FUTILE_AFTER:
             return None
-        needs = [blocks_needed(series, interval.estimate, edge, blocks, alpha) for edge in edges]
-        known = [n for n in needs if n is not None]
-        if not known or min(known) <= FUTILE_FACTOR * held:
+        needs = blocks_needed(series, interval.estimate, edge, blocks, alpha)
+        if needs is None or needs <= FUTILE_FACTOR * held:
             return None
         return (
-            f"stopped after {blocks} blocks: at their spread about {min(known)} blocks would decide, "
+            f"stopped after {blocks} blocks: at their spread about {needs} blocks would decide, "
             f"its budget holds about {held:.0f} (a gain this small is not worth the time)"
         )
 
@@ -115,7 +119,7 @@ class Duel:
             return f"{self.decision}: {self.reason}"
         ratio, low, high = got
         said = f"{self.decision}: {ratio:.3f}x [{low:.3f}, {high:.3f}] after {self.blocks} blocks, {self.seconds:.0f} s"
-        return f"{said}; {self.reason}" if self.gave_up else said
+        return f"{said}; {self.reason}" if self.gave_up or (self.decision == WORSE and self.reason) else said
 
     def to_json(self) -> dict[str, Any]:
         got = self.ratio()
@@ -163,6 +167,7 @@ def duel(
     decision = got.decision if got.decision in (BETTER, WORSE, ERROR) else UNDECIDED
     gave_up = decision == UNDECIDED and got.gave_up
     reason = got.reason if gave_up else (undecided_reason(got) if decision == UNDECIDED else got.reason)
+    reason = too_small(decision, got.interval, min_gain) or reason
     ratios = [math.exp(b.value) if b.value is not None else None for b in got.blocks]
     launches = [s for b in got.blocks for s in b.launch_s.values()]
     return Duel(
@@ -179,4 +184,15 @@ def undecided_reason(got: CellAB) -> str:
             f"no block of {len(got.blocks)} measured a rate on both sides ({counter}) in {got.elapsed_s:.0f} s: "
             "nothing was compared"
         )
-    return "the interval still holds both 1 and a gain worth taking at the budget"
+    return AT_BUDGET
+
+
+AT_BUDGET = "the interval still holds the smallest gain worth taking (--min-gain) at the budget"
+
+
+def too_small(decision: str, interval: Interval | None, min_gain: float) -> str | None:
+    """What "worse" means when the challenger was faster: the trail would otherwise say
+    "worse: 1.02x [1.01, 1.029]" and leave the reader to work out why."""
+    if decision == WORSE and interval is not None and interval.n and interval.low > 0:
+        return f"faster, by less than the {100 * min_gain:g} % a change must gain (--min-gain)"
+    return None

@@ -32,7 +32,7 @@ from harness.running.matrix import Cell
 from harness.runs.files import append_whole
 from harness.runs.record import Record
 from harness.runs.store import RunStore
-from harness.tune.duel import BETTER, ERROR, UNDECIDED, WORSE, Duel, gain_decider
+from harness.tune.duel import AT_BUDGET, BETTER, ERROR, UNDECIDED, WORSE, Duel, gain_decider, too_small
 
 RACES_JSONL = "races.jsonl"  # every race run's record, beside cells.jsonl (which holds the evidence)
 
@@ -145,6 +145,7 @@ def race(incumbent: Cell, challenger: Cell, store: RunStore, opts: RaceOptions, 
             decision = said
             break
     if decision == UNDECIDED and not reason:
-        reason = "the interval still holds both 1 and a gain worth taking at the budget"
+        reason = AT_BUDGET
+    reason = too_small(decision, interval, opts.min_gain) or reason
     ratios = [math.exp(v) if v is not None else None for v in values]
     return Duel(decision, interval, len(values), time.monotonic() - began, TIME, reason, ratios, [], details)

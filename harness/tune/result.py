@@ -20,7 +20,7 @@ class TuneOptions:
     budget_s: float = 1200.0  # the whole tune, evidence, A/Bs and the final A/B included
     step_alpha: float = 0.2  # each challenger's A/B (4 blocks can decide); the final one is final_alpha
     final_alpha: float = 0.05
-    min_gain: float = 0.03  # a challenger whose interval lies below 1 + this is dropped
+    min_gain: float = 0.03  # the edge of every A/B: adopted when its interval lies above 1 + this, dropped below
     duel_budget_s: float = 150.0  # one challenger's A/B at most
     evidence_s: float = 8.0  # the incumbent's measured cell
     screen_s: float = 4.0  # each screen reading's measured window (a program reporting in bursts: evidence_s)

@@ -147,12 +147,23 @@ def test_a_saturated_machine_gets_no_move_that_adds_work(tmp_path):
 # ------------------------------------------------------------------ decisions and the end
 
 
-def test_the_decision_needs_the_interval_on_one_side():
+def test_the_decision_needs_the_interval_on_one_side_of_the_gain_worth_taking():
     decide = gain_decider(0.03)
     assert decide(Interval(4, 0.2, 0.05, 0.3)) == BETTER
     assert decide(Interval(4, -0.2, -0.4, 0.01)) == WORSE  # cannot be a 3 % gain
     assert decide(Interval(4, 0.01, -0.1, 0.2)) == "continue"
     assert decide(Interval(2, 0.5, -math.inf, math.inf)) == "continue"
+    # faster for sure, but maybe by less than 3 %: not yet adopted (the edge at 1 adopted it)
+    assert decide(Interval(8, 0.045, 0.005, 0.085)) == "continue"
+    # faster for sure, and by less than 3 % for sure: not worth a change, and the trail says why
+    faster_by_little = Interval(20, 0.015, 0.004, 0.025)
+    assert decide(faster_by_little) == WORSE
+    from harness.tune.duel import too_small
+
+    assert "faster, by less than the 3 %" in (too_small(WORSE, faster_by_little, 0.03) or "")
+    assert too_small(WORSE, Interval(4, -0.2, -0.4, 0.01), 0.03) is None  # slower is simply worse
+    # --min-gain 0: any decided gain is adopted
+    assert gain_decider(0.0)(Interval(8, 0.045, 0.005, 0.085)) == BETTER
 
 
 def fake_duel(decisions: dict[str, str]):
@@ -291,7 +302,7 @@ def test_an_ab_that_measured_nothing_says_so():
     got = CellAB(cell=None, label="x", blocks=[Block(i) for i in range(3)], elapsed_s=40.0)  # type: ignore[arg-type]
     assert undecided_reason(got).startswith("no block of 3 measured a rate on both sides")
     got.interval, got.metric = Interval(4, 0.01, -0.1, 0.2), "frames_per_s"
-    assert "still holds both 1 and a gain" in undecided_reason(got)
+    assert "still holds the smallest gain worth taking" in undecided_reason(got)
 
 
 def test_an_ab_launch_waits_for_counted_work_not_the_first_sample(monkeypatch):
