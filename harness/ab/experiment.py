@@ -62,6 +62,10 @@ class ABOptions:
     min_blocks: int | None = None
     slicing: SliceOptions = field(default_factory=SliceOptions)
     seed: int | None = None  # the pair orders; None: drawn, and recorded
+    # what the decision reads; None: chosen at the first block (decision_estimands). harness tune
+    # reads the wall-clock rate: its sides differ in how many cores they use, and the rate per
+    # CPU second (or without run-queue waits) is then their efficiency, not their speed
+    estimands: tuple[str, ...] | None = None
 
     @property
     def floor_blocks(self) -> int:
@@ -219,7 +223,7 @@ class CellRun:
         result.elapsed_s += block.elapsed_s
         if len(result.blocks) == 1:
             result.setup_s = sum(block.launch_s.values())
-            result.estimands = decision_estimands(block)
+            result.estimands = self.opts.estimands or decision_estimands(block)
         result.metric = f"{self.slicer.counter}_per_s" if self.slicer.counter else None
         series = [[b.value_of(e) for b in result.blocks] for e in result.estimands]
         walls = [v for b in result.blocks if (v := b.value) is not None]

@@ -16,7 +16,7 @@ decision needs the interval, and the interval needs the blocks
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,11 @@ from harness.running.matrix import Cell
 BETTER, WORSE, UNDECIDED, ERROR = "better", "worse", "undecided", "error"
 
 
+# the A/B's decision reads the wall-clock rate: a tune's sides differ in how many cores they use
+# (a backend, workers, games in flight), and the rate per CPU second then measures efficiency.
+# Self-play's server with 4 games a worker ran 1.11-1.20x processes by its blocks' wall rates and
+# was decided 0.778x on the rate per CPU second and without run-queue waits (2026-11-27)
+TUNE_ESTIMANDS = ("wall",)
 SLICE_CYCLES = 3  # a slice spans this many of the program's gaps between progress reports
 SAMPLE_S = 1.0  # the cell's samples come about this far apart: a gap read from them may be this much longer
 MAX_SLICE_S = 10.0
@@ -160,6 +165,7 @@ def duel(
     until its blocks say the budget will not decide (`stop_futile`: a step's challengers; the
     final A/B, the tune's answer, runs to its budget)."""
     base, cand = same_code()
+    opts = replace(opts, estimands=opts.estimands or TUNE_ESTIMANDS)
     got: CellAB = run_cell(
         incumbent, base, cand, run_root, opts, cand_cell=challenger, decider=gain_decider(min_gain), words=words,
         give_up=futility(min_gain, opts.alpha) if stop_futile else None,
@@ -191,8 +197,10 @@ AT_BUDGET = "the interval still holds the smallest gain worth taking (--min-gain
 
 
 def too_small(decision: str, interval: Interval | None, min_gain: float) -> str | None:
-    """What "worse" means when the challenger was faster: the trail would otherwise say
-    "worse: 1.02x [1.01, 1.029]" and leave the reader to work out why."""
-    if decision == WORSE and interval is not None and interval.n and interval.low > 0:
-        return f"faster, by less than the {100 * min_gain:g} % a change must gain (--min-gain)"
-    return None
+    """What "worse" means when the interval reaches above 1: the trail would otherwise say
+    "worse: 1.02x [1.01, 1.029]" (or, told 10 %, "worse: 1.002x [0.902, 1.086]") and leave the
+    reader to work out why."""
+    if decision != WORSE or interval is None or not interval.n or interval.high <= 0:
+        return None
+    said = f"the {100 * min_gain:g} % a change must gain (--min-gain)"
+    return f"faster, by less than {said}" if interval.low > 0 else f"less than {said}, if faster at all"

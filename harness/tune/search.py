@@ -12,7 +12,10 @@ the readings order the A/Bs: knobs that each read 20 % above the incumbent toget
 then each such move, then the evidence's order. Each proposal is an A/B against the
 incumbent (harness.tune.duel, given up early when its blocks say its budget cannot decide):
 the first one decided "better" becomes the incumbent and a new step begins; "worse" and
-"undecided" are dropped, never retried.
+"undecided" are dropped, never retried. When every single move lost, moves of two knobs (a
+categorical knob's other values, each with another knob's values ahead) are read once each, and
+the highest readings above the incumbent's are A/B'd (Tuner.pair_survey): a pair that gains
+only together is what single moves cannot find.
 When the machine is the limit (every group slack, the cores busy) moves that add work are
 not proposed. A step with no winner ends the search (converged).
 
@@ -62,6 +65,8 @@ FINAL_MARGIN = 1.5  # the final A/B is given this many times the time its fewest
 # reading of a cell spreads about 10 % either way on this VM (the campaign's confirmations), and
 # the actor-learner's readings of moves worth 0-5 % lay within 20 % of one another
 LEAD = 0.2
+PAIRS_TRIED = 2  # moves of two knobs A/B'd after a step with no winner: the highest readings above the incumbent's
+PAIR_MOST = 3  # an ordered knob's values read a way in a move of two knobs
 
 
 class Tuner:
@@ -191,10 +196,13 @@ class Tuner:
                     step.adopted = step.trials.index(trial)
                     state.best = dict(trial.params)
                     break
+            if step.adopted is None and self.pair_survey(step, limit):
+                state.best = dict(step.trials[step.adopted].params)  # type: ignore[index]
             step.seconds = self.elapsed() - step.started_s
             self.save()
             if step.adopted is None:
-                state.conclusion = f"no move from {describe(incumbent)} was decided better"
+                paired = " (nor a move of two knobs that read above it)" if any(t.joint for t in step.trials) else ""
+                state.conclusion = f"no move from {describe(incumbent)} was decided better{paired}"
                 return "converged"
 
     def slicing(self) -> Any:
@@ -422,6 +430,64 @@ class Tuner:
         why = f"each knob at its best reading, all {100 * LEAD:.0f} % or more above the incumbent's ({read})"
         return [Trial("+".join(joint), joint, why, params), *ahead_of, *rest]
 
+    def pairs(self, incumbent: dict[str, Any], limit: Limit) -> list[Trial]:
+        """Moves of two knobs from the incumbent, not yet tried: each other value of a
+        categorical knob with each other value of another categorical knob, and with an ordered
+        knob's values ahead either way (at most PAIR_MOST a way, spread, both ends kept). A move
+        of two knobs neither of which gains alone is what a step of single moves cannot find;
+        a categorical knob (a backend, a sync mode) is where such a pair lives, its values
+        changing how the other knobs act. Self-play on 2026-11-27: the server with 4 games a
+        worker read 1.26x the tune's winner in the grid and ran 1.11-1.20x in every block of an
+        A/B, where the server at 1 game ran 0.78-0.85x and 4 games on processes gained nothing;
+        at 2 games the server read 0.95x, hence values ahead, not one step
+        (docs/records/2026-11-27-tune-edge.md)."""
+        tried = self.state.tried()
+        out: list[Trial] = []
+        for kind in (k for k in self.state.knobs if not k.ordered):
+            for value in neighbours(kind, incumbent[kind.name], False):
+                for other in (k for k in self.state.knobs if k.name != kind.name):
+                    no_up = limit.saturated and other.name in self._adds_work
+                    for second in values_ahead(other, incumbent[other.name], no_up):
+                        moved = {kind.name: value, other.name: second}
+                        params = {**incumbent, **moved}
+                        if key_of(params) in tried:
+                            continue
+                        tried.add(key_of(params))
+                        out.append(Trial("+".join(moved), moved, "two knobs together", params))
+        return out
+
+    def pair_survey(self, step: Step, limit: Limit) -> bool:
+        """After a step whose single moves all lost: every move of two knobs (pairs()) read
+        once, as the survey reads, beside the incumbent's reading; the PAIRS_TRIED that read
+        highest above it are A/B'd, and the first decided better is adopted (True). Readings
+        only choose what to A/B, as in the survey. Not for races, nor when the budget cannot
+        hold the readings and an A/B after them."""
+        if self.race_cell is not None:
+            return False
+        trials = self.pairs(step.incumbent, limit)
+        cost = (len(trials) + 1) * self.reading_s(step) + self.duel_time()
+        if not trials or self.left() - self.final_reserve() < cost:
+            return False
+        base = self.reading(step.incumbent, step)[1]
+        if not base:  # nothing to be above
+            return False
+        self.announce(f"  no single move won: {len(trials)} moves of two knobs, one reading each")
+        read = [(trial, self.reading(trial.params, step)[1]) for trial in trials]
+        ahead = sorted(((t, r) for t, r in read if r and r > base), key=lambda tr: -tr[1])[:PAIRS_TRIED]
+        self.announce(
+            "    " + ", ".join(f"{t.said()} {r / base:.2f}x" for t, r in read if r) + " the incumbent's reading"
+        )
+        for trial, rate in ahead:
+            trial.why = f"two knobs together, read {rate / base:.2f}x the incumbent (no single move won)"
+            budget = min(max(self.state.options.duel_budget_s, self.duel_time()), self.left() - self.final_reserve())
+            if budget < self.duel_time():
+                return False
+            self.trial(step, trial, budget)
+            if trial.decision == BETTER:
+                step.adopted = step.trials.index(trial)
+                return True
+        return False
+
     def reading_s(self, step: Step) -> float:
         """What one screen reading is guessed to cost: its window and a launch, or the last
         measured cell's time if that was longer."""
@@ -590,6 +656,15 @@ def screened_lower(step: Step, adopted: Trial, onward: Any) -> bool:
         if there is not None and here is not None and there < here:
             return True
     return False
+
+
+def values_ahead(knob: Knob, value: Any, no_up: bool) -> list[Any]:
+    """A pair's second knob: an ordered knob's values ahead either way (PAIR_MOST a way,
+    spread), a categorical knob's other values."""
+    if not knob.ordered:
+        return [v for v in knob.values if not _same(v, value)]
+    ways = ("down",) if no_up else ("up", "down")
+    return [v for way in ways for v in spread(ahead(knob, value, way), PAIR_MOST)]
 
 
 def neighbours(knob: Knob, value: Any, no_up: bool) -> list[Any]:
