@@ -33,6 +33,7 @@ def judge(row: dict, out: Path, budget: float) -> dict:
 
     from harness.ab.experiment import ABOptions
     from harness.commands.tune import cell_maker, overrides_for
+    from harness.runs.store import RunStore
     from harness.tune.duel import BETTER, WORSE, duel
 
     seed = SEEDS[row["seed"]]
@@ -41,20 +42,24 @@ def judge(row: dict, out: Path, budget: float) -> dict:
     said = {"seed": row["seed"], "winner": winner, "best": best, "medians": row.get("winner_over_best")}
     if winner == best:
         return {**said, "judged": "the same cell"}
-    for sub in ("series", "logs"):  # as a run directory has them (harness.runs.store)
-        (out / sub).mkdir(parents=True, exist_ok=True)
+    store = RunStore.create(out, f"judge-{row['seed']}", {"kind": "tune-judge"})
     began = time.monotonic()
     # best as the incumbent, the winner as the challenger: the edge log(0.9) is a "gain" of -10 %
-    got = duel(make(best), make(winner), out, ABOptions(alpha=0.05, budget_s=budget), WITHIN - 1, stop_futile=False)
+    abopts = ABOptions(alpha=0.05, budget_s=budget)
+    got = duel(make(best), make(winner), store.root, abopts, WITHIN - 1, stop_futile=False)
     verdict = {BETTER: "within", WORSE: "outside"}.get(got.decision, got.decision)
     ratio = got.ratio()
+    said_ab = (
+        f"{verdict}: {ratio[0]:.3f}x [{ratio[1]:.3f}, {ratio[2]:.3f}] after {got.blocks} blocks, {got.seconds:.0f} s"
+        if ratio else f"{verdict}: {got.reason}"
+    )
     return {
         **said,
         "judged": verdict,
         "ratio": ratio,
         "blocks": got.blocks,
         "seconds": time.monotonic() - began,
-        "said": got.describe().replace("better", verdict).replace("worse", verdict),
+        "said": said_ab,
         "load": open("/proc/loadavg").read().split()[:3],
     }
 

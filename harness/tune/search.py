@@ -127,6 +127,11 @@ class Tuner:
         fewest = blocks_to_decide(self.state.options.final_alpha) * self.block_s()
         return fewest if key_of(self.state.best) == key_of(self.state.start) else FINAL_MARGIN * fewest
 
+    def duel_budget(self) -> float:
+        """A challenger's A/B: --duel-budget, at least the blocks that can decide at all however
+        slow they run, at most what the budget leaves beside the final A/B."""
+        return min(max(self.state.options.duel_budget_s, self.duel_time()), self.left() - self.final_reserve())
+
     def duel_time(self) -> float:
         """The least a challenger's A/B needs to decide at all."""
         return blocks_to_decide(self.state.options.step_alpha) * self.block_s()
@@ -186,7 +191,7 @@ class Tuner:
             while queue:
                 trial = queue.pop(0)
                 # an A/B gets at least the blocks that can decide at all, however slow they run
-                budget = min(max(state.options.duel_budget_s, self.duel_time()), self.left() - self.final_reserve())
+                budget = self.duel_budget()
                 if budget < self.duel_time():
                     step.seconds = self.elapsed() - step.started_s
                     state.conclusion = self.out_of_budget()
@@ -196,8 +201,8 @@ class Tuner:
                     step.adopted = step.trials.index(trial)
                     state.best = dict(trial.params)
                     break
-            if step.adopted is None and self.pair_survey(step, limit):
-                state.best = dict(step.trials[step.adopted].params)  # type: ignore[index]
+            if step.adopted is None:
+                self.pair_survey(step, limit)
             step.seconds = self.elapsed() - step.started_s
             self.save()
             if step.adopted is None:
@@ -479,12 +484,13 @@ class Tuner:
         )
         for trial, rate in ahead:
             trial.why = f"two knobs together, read {rate / base:.2f}x the incumbent (no single move won)"
-            budget = min(max(self.state.options.duel_budget_s, self.duel_time()), self.left() - self.final_reserve())
+            budget = self.duel_budget()
             if budget < self.duel_time():
                 return False
             self.trial(step, trial, budget)
             if trial.decision == BETTER:
                 step.adopted = step.trials.index(trial)
+                self.state.best = dict(trial.params)
                 return True
         return False
 
