@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.report.terminal import console_for_stdout
-from harness.tune.result import TIME_TO_TARGET, move_said
+from harness.tune.result import PAIR_WHY, TIME_TO_TARGET, move_said
 
 HEADERS = ("step", "incumbent", "limited by", "tried", "why", "A/B (challenger / incumbent)", "s")
 RACE_HEADERS = (*HEADERS[:5], "race (incumbent's time / challenger's)", "s")
@@ -22,29 +22,43 @@ def headers(doc: dict[str, Any]) -> tuple[str, ...]:
 
 
 def trail_rows(doc: dict[str, Any]) -> list[list[str]]:
-    """One row per trial (a step with none: one row saying so), the adopted one marked."""
+    """One row per trial (a step with none: one row saying so), the adopted one marked; a
+    step whose single moves all lost has a row for the moves of two knobs read after them
+    (or why none were), before the ones of them A/B'd."""
     rows = []
     for step in doc.get("steps") or []:
         incumbent = " ".join(f"{k}={v}" for k, v in step["incumbent"].items())
         limit = (step.get("limit") or {}).get("said") or "-"
         trials = step.get("trials") or []
-        if not trials:
-            rows.append([str(step["index"]), incumbent, limit, "-", "-", "-", f"{step.get('seconds', 0):.0f}"])
+        pairs = step.get("pairs")
+        first_pair = next((i for i, t in enumerate(trials) if str(t.get("why", "")).startswith(PAIR_WHY)), len(trials))
+        lines: list[list[str]] = []
         for i, trial in enumerate(trials):
+            if pairs and i == first_pair:
+                lines.append(pairs_row(pairs))
             duel = trial.get("duel") or {}
             adopted = " (adopted)" if step.get("adopted") == i else ""
-            rows.append(
+            lines.append(
                 [
-                    str(step["index"]) if i == 0 else "",
-                    incumbent if i == 0 else "",
-                    limit if i == 0 else "",
                     f"{move_said(trial['knob'], trial['value'])}{adopted}",
                     why_of(trial),
                     duel.get("said", "not run"),
                     f"{duel.get('seconds', 0):.0f}",
                 ]
             )
+        if pairs and first_pair == len(trials):
+            lines.append(pairs_row(pairs))
+        if not lines:
+            lines.append(["-", "-", "-", f"{step.get('seconds', 0):.0f}"])
+        for i, line in enumerate(lines):
+            head = [str(step["index"]), incumbent, limit] if i == 0 else ["", "", ""]
+            rows.append([*head, *line])
     return rows
+
+
+def pairs_row(pairs: dict[str, Any]) -> list[str]:
+    """The moves of two knobs read after a step's single moves all lost (Step.pairs)."""
+    return ["moves of two knobs", "no single move won", pairs["said"], f"{pairs.get('seconds', 0):.0f}"]
 
 
 def why_of(trial: dict[str, Any]) -> str:

@@ -37,6 +37,9 @@ class TuneOptions:
         return self.objective == TIME_TO_TARGET
 
 
+PAIR_WHY = "two knobs together"  # why a move of the pair survey was tried (the trail finds them by it)
+
+
 @dataclass
 class Trial:
     knob: str  # a joint move's knobs joined by "+"
@@ -82,6 +85,9 @@ class Step:
     trials: list[Trial] = field(default_factory=list)
     adopted: int | None = None  # index of the trial that won
     seconds: float = 0.0
+    # after single moves that all lost: the moves of two knobs read (harness.tune.search.Tuner.pair_survey),
+    # or why none were: {"said": ..., "seconds": ...}; the trail and the conclusion say it
+    pairs: dict[str, Any] | None = None
 
 
 @dataclass

@@ -54,7 +54,7 @@ from harness.tune.evidence import (
     with_startup,
 )  # fmt: skip
 from harness.tune.race import RaceOptions, pilot, race, time_to_target
-from harness.tune.result import TUNE_JSON, Step, Trial, TuneState, key_of
+from harness.tune.result import PAIR_WHY, TUNE_JSON, Step, Trial, TuneState, key_of
 from harness.tune.screen import Screen, ahead, screen, spread
 from harness.tune.space import Knob, _same, moves_for
 
@@ -206,7 +206,7 @@ class Tuner:
             step.seconds = self.elapsed() - step.started_s
             self.save()
             if step.adopted is None:
-                paired = " (nor a move of two knobs that read above it)" if any(t.joint for t in step.trials) else ""
+                paired = f" ({step.pairs['said']})" if step.pairs else ""
                 state.conclusion = f"no move from {describe(incumbent)} was decided better{paired}"
                 return "converged"
 
@@ -458,7 +458,7 @@ class Tuner:
                         if key_of(params) in tried:
                             continue
                         tried.add(key_of(params))
-                        out.append(Trial("+".join(moved), moved, "two knobs together", params))
+                        out.append(Trial("+".join(moved), moved, PAIR_WHY, params))
         return out
 
     def pair_survey(self, step: Step, limit: Limit) -> bool:
@@ -470,22 +470,35 @@ class Tuner:
         if self.race_cell is not None:
             return False
         trials = self.pairs(step.incumbent, limit)
+        if not trials:
+            return False
+        began = self.elapsed()
         cost = (len(trials) + 1) * self.reading_s(step) + self.duel_time()
-        if not trials or self.left() - self.final_reserve() < cost:
+        room = self.left() - self.final_reserve()
+        if room < cost:
+            step.pairs = {"said": f"{len(trials)} moves of two knobs not read: they need about {cost:.0f} s, "
+                                  f"the budget leaves {max(room, 0):.0f} s", "seconds": 0.0}  # fmt: skip
             return False
         base = self.reading(step.incumbent, step)[1]
-        if not base:  # nothing to be above
+        if not base:
+            step.pairs = {"said": f"{len(trials)} moves of two knobs not read: the incumbent's reading gave no rate "
+                                  "to be above", "seconds": self.elapsed() - began}  # fmt: skip
             return False
         self.announce(f"  no single move won: {len(trials)} moves of two knobs, one reading each")
         read = [(trial, self.reading(trial.params, step)[1]) for trial in trials]
         ahead = sorted(((t, r) for t, r in read if r and r > base), key=lambda tr: -tr[1])[:PAIRS_TRIED]
-        self.announce(
-            "    " + ", ".join(f"{t.said()} {r / base:.2f}x" for t, r in read if r) + " the incumbent's reading"
-        )
+        readings = ", ".join(f"{t.said()} {r / base:.2f}x" if r else f"{t.said()} no rate" for t, r in read)
+        verdict = ("A/B'd: " + ", ".join(t.said() for t, _ in ahead)) if ahead else "none read above it: none A/B'd"
+        step.pairs = {"said": f"{len(trials)} moves of two knobs, one reading each against the incumbent's: "
+                              f"{readings}; {verdict}",
+                      "seconds": self.elapsed() - began}  # fmt: skip
+        self.announce(f"    {step.pairs['said']}")
+        self.save()
         for trial, rate in ahead:
-            trial.why = f"two knobs together, read {rate / base:.2f}x the incumbent (no single move won)"
+            trial.why = f"{PAIR_WHY}, read {rate / base:.2f}x the incumbent (no single move won)"
             budget = self.duel_budget()
             if budget < self.duel_time():
+                step.pairs["said"] += f"; the budget ended before the A/B of {trial.said()}"
                 return False
             self.trial(step, trial, budget)
             if trial.decision == BETTER:

@@ -12,6 +12,7 @@ import pytest
 from harness.ab.sequential import Interval
 from harness.errors import UserError
 from harness.model.vocabulary import Advice, Move, Vocabulary
+from harness.report.tune import trail_rows
 from harness.tune import evidence as evidence_module
 from harness.tune import search as search_module
 from harness.tune.bottleneck import read_limit, symptom_of
@@ -628,6 +629,14 @@ def test_after_every_single_move_loses_moves_of_two_knobs_are_read_and_the_best_
     last = t.state.steps[-1]
     assert last.adopted is None and not any(x.joint for x in last.trials)
     assert t.state.conclusion.startswith("no move from sync=delta batch=400 staleness=1 was decided better")
+    # ... and that moves of two knobs were read, none above it (the trail has a row for them:
+    # a campaign's self-play tune read six, none above, and neither its trail nor its conclusion said so)
+    assert "moves of two knobs, one reading each" in t.state.conclusion
+    assert last.pairs and last.pairs["said"].endswith("none read above it: none A/B'd")
+    assert first.pairs and "A/B'd: sync=delta staleness=1" in first.pairs["said"]
+    rows = trail_rows(t.state.to_json())
+    marked = [i for i, r in enumerate(rows) if r[3] == "moves of two knobs"]
+    assert len(marked) == 2 and rows[marked[0] + 1][3].startswith("sync=delta staleness=1 (adopted)")
 
 
 def test_a_screen_proposes_its_best_reading_before_the_one_step_move(tmp_path, monkeypatch):
