@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.report.terminal import console_for_stdout
-from harness.tune.result import PAIR_WHY, TIME_TO_TARGET, move_said
+from harness.tune.result import TIME_TO_TARGET, move_said
 
 HEADERS = ("step", "incumbent", "limited by", "tried", "why", "A/B (challenger / incumbent)", "s")
 RACE_HEADERS = (*HEADERS[:5], "race (incumbent's time / challenger's)", "s")
@@ -31,7 +31,7 @@ def trail_rows(doc: dict[str, Any]) -> list[list[str]]:
         limit = (step.get("limit") or {}).get("said") or "-"
         trials = step.get("trials") or []
         pairs = step.get("pairs")
-        first_pair = next((i for i, t in enumerate(trials) if str(t.get("why", "")).startswith(PAIR_WHY)), len(trials))
+        first_pair = (pairs or {}).get("first_trial", len(trials))  # the pairs' A/Bs follow their readings
         lines: list[list[str]] = []
         for i, trial in enumerate(trials):
             if pairs and i == first_pair:

@@ -37,9 +37,6 @@ class TuneOptions:
         return self.objective == TIME_TO_TARGET
 
 
-PAIR_WHY = "two knobs together"  # why a move of the pair survey was tried (the trail finds them by it)
-
-
 @dataclass
 class Trial:
     knob: str  # a joint move's knobs joined by "+"
@@ -86,7 +83,8 @@ class Step:
     adopted: int | None = None  # index of the trial that won
     seconds: float = 0.0
     # after single moves that all lost: the moves of two knobs read (harness.tune.search.Tuner.pair_survey),
-    # or why none were: {"said": ..., "seconds": ...}; the trail and the conclusion say it
+    # or why none were: {"said": ..., "seconds": ..., "first_trial": the index of the first of them A/B'd
+    # (where read)}; the trail and the conclusion say it
     pairs: dict[str, Any] | None = None
 
 

@@ -54,7 +54,7 @@ from harness.tune.evidence import (
     with_startup,
 )  # fmt: skip
 from harness.tune.race import RaceOptions, pilot, race, time_to_target
-from harness.tune.result import PAIR_WHY, TUNE_JSON, Step, Trial, TuneState, key_of
+from harness.tune.result import TUNE_JSON, Step, Trial, TuneState, key_of
 from harness.tune.screen import Screen, ahead, screen, spread
 from harness.tune.space import Knob, _same, moves_for
 
@@ -67,6 +67,7 @@ FINAL_MARGIN = 1.5  # the final A/B is given this many times the time its fewest
 LEAD = 0.2
 PAIRS_TRIED = 2  # moves of two knobs A/B'd after a step with no winner: the highest readings above the incumbent's
 PAIR_MOST = 3  # an ordered knob's values read a way in a move of two knobs
+PAIR_WHY = "two knobs together"  # why a move of the pair survey was tried
 
 
 class Tuner:
@@ -491,7 +492,7 @@ class Tuner:
         verdict = ("A/B'd: " + ", ".join(t.said() for t, _ in ahead)) if ahead else "none read above it: none A/B'd"
         step.pairs = {"said": f"{len(trials)} moves of two knobs, one reading each against the incumbent's: "
                               f"{readings}; {verdict}",
-                      "seconds": self.elapsed() - began}  # fmt: skip
+                      "seconds": self.elapsed() - began, "first_trial": len(step.trials)}  # fmt: skip
         self.announce(f"    {step.pairs['said']}")
         self.save()
         for trial, rate in ahead:
@@ -681,7 +682,7 @@ def values_ahead(knob: Knob, value: Any, no_up: bool) -> list[Any]:
     """A pair's second knob: an ordered knob's values ahead either way (PAIR_MOST a way,
     spread), a categorical knob's other values."""
     if not knob.ordered:
-        return [v for v in knob.values if not _same(v, value)]
+        return neighbours(knob, value, no_up)
     ways = ("down",) if no_up else ("up", "down")
     return [v for way in ways for v in spread(ahead(knob, value, way), PAIR_MOST)]
 
