@@ -21,9 +21,14 @@ report inside it, less its first `settle_s` (the queues between the stages refil
 when a stop begins or ends). After every round each group's sensitivity and interval are
 updated (harness.causal.rounds, harness.causal.sensitivity), the next round's period is set
 by Coz's rule (fewer than 5 reports in a period: twice as long; more than 10: half), a
-group whose interval is at most +-`width` leaves the rounds (its interval is
-anytime-valid, so it may stop there) and its time goes to the others; the experiment ends
-when every interval is that narrow, or when the next round would not fit in the budget.
+group whose interval is at most +-`width` and in one verdict's range, or wholly between
+slack's and critical's, leaves the rounds (its interval is anytime-valid, so it may stop
+there) and its time goes to the others; the experiment ends when every group has left,
+when the next round would not fit in the budget, or, where the caller says which readings
+it acts on (`futile_for`: harness tune's), when no group left could settle into one of
+them in the rounds the budget still holds were they like the rounds so far (futile:
+harness.causal.sensitivity.could_settle; a tune's experiment is a slice of its search's
+budget).
 The verdicts are the intervals gated by the evidence (harness.causal.verdicts).
 
 The stop length matters (docs/guide/causal.md): in duty mode a stop longer than the work
@@ -57,7 +62,7 @@ from harness.causal.periods import CONTROL, FREE, Period
 from harness.causal.plan import ROUNDS_WANTED, Plan, refusal
 from harness.causal.result import CausalOptions, CausalResult
 from harness.causal.rounds import fewest_reports, observations
-from harness.causal.sensitivity import Sensitivity, estimate, settled
+from harness.causal.sensitivity import Sensitivity, could_settle, estimate, settled
 from harness.causal.stopper import PhaseStats, Stopper, ThreadClocks
 from harness.causal.verdicts import IDLE_CORES
 from harness.cell.processes import tree
@@ -145,6 +150,7 @@ class Experiment:
         self._idle: set[str] = set()
         self._ballast: list[int] = []
         self._lost: dict[str, tuple[int, int]] = {}
+        self._values: dict[str, list[float | None]] = {}  # each group's observations so far
         # the counter's reports (child clock), each process's calls at the last MARKS_KEPT of them
         self._counter_reports: list[cad.Report] = []
         self._samples_read = 0
@@ -233,6 +239,9 @@ class Experiment:
                     self.announce(self._progress(rounds, found, said - t0))
                 if found and all(settled(s, opts.width) for s in found):
                     reason = "narrow"
+                    break
+                if found and self._futile(found, opts.budget_s - (time.monotonic() - t0)):
+                    reason = "futile"
                     break
                 if rounds % 4 == 0:
                     self._regroup(inst)
@@ -564,8 +573,23 @@ class Experiment:
                 if not name or name == self.io_group:
                     period.rate, period.reports = rate, count
         values, self._lost = observations(self.periods, self.opts.fraction)
+        self._values = values
         # a group whose every round was lost is listed too (with no interval: its verdict says why)
         return [estimate(name, values.get(name, [])) for name in dict.fromkeys([*values, *self._lost])]
+
+    def _futile(self, found: list[Sensitivity], left_s: float) -> bool:
+        """With `futile_for` (the readings the caller acts on): no group still measured
+        could settle into one in the rounds the budget holds, even with every one of them to
+        itself (two periods a round), so the rest of the budget would buy nothing the caller
+        uses. A tune's experiment is a slice of the search's budget and acts on no `between`."""
+        wanted = self.opts.futile_for
+        if not wanted:
+            return False
+        rounds_alone = int(max(0.0, left_s) // (2 * self.period_s))
+        open_ = [s.group for s in found if not settled(s, self.opts.width)]
+        return bool(open_) and not any(
+            could_settle(self._values.get(g, []), rounds_alone, self.opts.width, wanted) for g in open_
+        )
 
     @staticmethod
     def _progress(rounds: int, found: list[Sensitivity], elapsed: float) -> str:

@@ -29,6 +29,9 @@ class CausalOptions:
     sample_s: float = 0.05  # the cell's probe writes its counters this often
     budget_s: float = 180.0  # the whole experiment, from launch
     width: float = 0.15  # stop once every interval is at most +- this
+    # the readings the caller acts on: stop once no group still measured could settle into one in the
+    # budget left (harness.causal.sensitivity.could_settle); empty: spend the budget (harness causal)
+    futile_for: tuple[str, ...] = ()
     warmup_s: float = 0.0  # at least this long from launch before the groups are read (--warmup)
     warmup_max_s: float = 120.0  # launch to settled rate, at most
     control: bool = False  # slow a sleeping process of the harness's too: what slowing alone does

@@ -15,6 +15,11 @@ from harness.report.terminal import console_for_stdout
 from harness.watch.waits import describe
 
 STYLE = {"critical": "bold", "competes": "yellow"}
+ENDED = {  # why the rounds ended (harness.causal.experiment)
+    "narrow": "every interval narrow enough",
+    "futile": "no interval could settle in the budget left, were the rounds to come like these",
+    "budget": "budget spent",
+}
 MEANING = {
     "critical": "on the critical path: the program goes as fast as it does",
     "slack": "has slack: speeding it up buys nothing",
@@ -179,7 +184,7 @@ def render_causal(
     for line in conclusion(result, remedy):
         say(line)
     cost = result["cost"]
-    ended = "every interval narrow enough" if result["reason"] == "narrow" else "budget spent"
+    ended = ENDED.get(result["reason"], "budget spent")
     say(
         f"{result['wall_s']:.0f} s in all (launch {result['launch_s']:.1f} s, warm-up {result['warmup_s']:.1f} s; "
         f"{ended}); the stopper used {cost['stopper_cpu_pct']:.1f} % of a core, the harness "

@@ -22,6 +22,7 @@ from harness.diagnosis.findings import severity_rank
 SATURATED = 0.85  # share of the machine's cores busy (the cell and everything else) that is "saturated"
 CRITICAL = "critical"
 SLACK = ("slack", "competes")
+ACTED_ON = (CRITICAL, *SLACK)  # the causal readings read_limit uses: the experiment may stop once none can come
 
 
 def symptom_of(finding: Mapping[str, Any]) -> str:

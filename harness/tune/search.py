@@ -42,7 +42,7 @@ from harness.runs.files import write_json_atomic
 from harness.runs.store import RunStore
 from harness.runs.view import record_rate
 from harness.tune import workers
-from harness.tune.bottleneck import Limit
+from harness.tune.bottleneck import ACTED_ON, Limit
 from harness.tune.duel import BETTER, Duel, duel, slicing_for
 from harness.tune.evidence import (
     STARTUP_CAP_S,
@@ -242,7 +242,11 @@ class Tuner:
 
     def evidence(self, step: Step) -> Limit:
         opts = self.state.options
-        causal = CausalOptions(budget_s=opts.causal_budget_s, seed=opts.seed) if opts.causal_budget_s > 0 else None
+        causal = (
+            CausalOptions(budget_s=opts.causal_budget_s, seed=opts.seed, futile_for=ACTED_ON)
+            if opts.causal_budget_s > 0
+            else None
+        )
         cell = self.measured_cell(step.incumbent)
         found = gather(cell, self.store, step.index, causal, self.cores, self.announce)
         self._slow_start = self._slow_start or found.cell.steady_max >= STARTUP_CAP_S

@@ -270,9 +270,65 @@ def test_a_group_read_through_its_own_calls_is_unknown_unless_critical():
     assert verdicts([CRITICAL], through_itself=frozenset({"a"}))["a"][0] == "critical"
 
 
-def test_a_narrow_interval_in_no_verdicts_range_is_measured_on():
-    from harness.causal.sensitivity import settled
+def test_a_narrow_interval_that_straddles_a_bound_is_measured_on_and_one_between_them_leaves():
+    """Anytime-valid: an interval wholly between slack's and critical's ranges cannot honestly
+    reach either, so its rounds go to the others; one across critical's bound might."""
+    from harness.causal.sensitivity import beyond_every_verdict, settled
 
     assert settled(CRITICAL, 0.15) and settled(SLACK, 0.15)
+    across = estimate("a", [0.62 + 0.02 * (k % 9) for k in range(30)])  # 0.62 .. 0.78
+    assert across.halfwidth <= 0.15 and across.median.low < 0.7 < across.median.high
+    assert not settled(across, 0.15) and not beyond_every_verdict(across)
     hair_below = estimate("a", [0.69 + 0.001 * (k % 7) for k in range(30)])
-    assert hair_below.halfwidth <= 0.15 and not settled(hair_below, 0.15)
+    assert beyond_every_verdict(hair_below) and settled(hair_below, 0.15)
+    assert hair_below.reading == "between"
+
+
+TUNE_READS = ("critical", "slack", "competes")
+ACROSS = [0.60 + 0.02 * (k % 9) for k in range(14)]  # 0.60 .. 0.76, median 0.66: narrow, across critical's 0.7
+
+
+def test_a_narrow_interval_across_a_bound_is_futile_when_the_rounds_left_cannot_settle_it():
+    """MCCFR's workers in a tune's experiment read +0.62 [+0.53, +0.73] after 14 rounds:
+    projected over the rounds the budget held, still across critical's bound, or between:
+    nothing a tune acts on; many more rounds of a group centred above the bound settle it."""
+    from harness.causal.sensitivity import could_settle
+
+    across = estimate("w", ACROSS)
+    assert across.halfwidth <= 0.15 and across.median.low < 0.7 < across.median.high
+    assert not could_settle(ACROSS, 10, 0.15, TUNE_READS)
+    assert could_settle(ACROSS, 40, 0.15, (*TUNE_READS, "between"))  # harness causal reads between too
+    assert not could_settle(ACROSS, 200, 0.15, TUNE_READS)  # centred below the bound: never critical
+    above = [0.64 + 0.03 * (k % 9) for k in range(14)]  # 0.64 .. 0.88, median 0.73
+    assert not could_settle(above, 2, 0.15, TUNE_READS)
+    assert could_settle(above, 200, 0.15, TUNE_READS)
+
+
+def test_a_wide_interval_is_not_projected():
+    """A pipeline's main stage, critical by construction, read [-0.31, +1.18] after 16 rounds
+    and [+0.84, +1.09] after 37: a wide interval's early tails say little of its rounds to come."""
+    from harness.causal.sensitivity import could_settle
+
+    wide = [1.0, 1.05, -0.3, 0.98, 1.1, -0.2, 1.02, 0.4, 1.0, 1.08, 0.97, -0.25, 1.01, 0.2, 1.04, 0.99]
+    assert estimate("m", wide).halfwidth > 0.15
+    assert could_settle(wide, 0, 0.15, TUNE_READS)
+    assert could_settle([0.9, 1.0], 0, 0.15, TUNE_READS)  # fewer rounds than an interval needs: no interval
+
+
+def test_only_a_caller_that_names_what_it_acts_on_stops_a_futile_experiment():
+    """harness causal spends the budget it was given; harness tune's experiment (futile_for)
+    stops once no group could settle into a reading the tune uses."""
+    from harness.causal.experiment import Experiment
+    from harness.causal.result import CausalOptions
+    from harness.tune.bottleneck import ACTED_ON
+
+    open_group = [estimate("w", ACROSS)]
+
+    def experiment(opts: CausalOptions) -> Experiment:
+        e = Experiment.__new__(Experiment)
+        e.opts, e.period_s, e._values = opts, 0.5, {"w": ACROSS}
+        return e
+
+    assert not experiment(CausalOptions())._futile(open_group, 20.0)
+    assert experiment(CausalOptions(futile_for=ACTED_ON))._futile(open_group, 20.0)
+    assert not experiment(CausalOptions(futile_for=ACTED_ON))._futile([CRITICAL], 20.0)  # settled: nothing open
