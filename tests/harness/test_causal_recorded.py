@@ -105,3 +105,35 @@ def test_rounds_whose_periods_held_too_few_reports_are_lost_and_say_so(data):
     reason = next(j.reason for j in result.judgements() if j.group == group)
     if verdicts[group] == "unknown":  # the rounds lost, or an interval the fewer rounds left wide
         assert "fewer than 5 reports" in reason or "wider than" in reason, reason
+
+
+def _replayer():
+    """benchmarks/causal_replay.py, loaded by path (benchmarks/ is no package); registered
+    before it runs, as its dataclass needs its module."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "causal_replay.py"
+    spec = importlib.util.spec_from_file_location("causal_replay", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("causal_replay", module)
+    spec.loader.exec_module(module)
+    return sys.modules["causal_replay"]
+
+
+def test_a_tunes_futile_stop_keeps_the_bottleneck_and_settles_nothing_new(data):
+    """Replayed with harness tune's stopping (futile_for), an experiment that settled its
+    built-in bottleneck as critical still has by the time it stops; what it has settled then
+    is what the whole run settled for those groups (a settled group leaves the rounds: a
+    futile stop only ends the open ones sooner), in no more rounds.
+    benchmarks/causal_replay.py prints the same."""
+    from harness.tune.bottleneck import ACTED_ON
+
+    replayer = _replayer()
+    tune, spent = replayer.replay(data, ACTED_ON), replayer.replay(data, ())
+    for group, reading in tune.readings.items():
+        assert spent.readings.get(group) == reading, (group, tune.describe(), spent.describe())
+    truth = data["truth"]["groups"]
+    for group in (g for g, v in truth.items() if v == "critical" and spent.readings.get(g) == "critical"):
+        assert tune.readings.get(group) == "critical", tune.describe()
+    assert tune.rounds <= spent.rounds
