@@ -24,7 +24,7 @@ from pathlib import Path
 
 from harness.causal.periods import Period
 from harness.causal.rounds import observations
-from harness.causal.sensitivity import could_settle, estimate, settled
+from harness.causal.sensitivity import estimate, futile, rounds_alone, settled
 from harness.tune.bottleneck import ACTED_ON
 
 CALLERS = {"harness causal": (), "harness tune": ACTED_ON}
@@ -66,9 +66,8 @@ def replay(doc: dict, wanted: tuple[str, ...]) -> Stop:
         stop = Stop("as run", r + 1, end, readings)
         if found and len(readings) == len(found):
             return Stop("narrow", r + 1, end, readings)
-        rounds_alone = int(max(0.0, budget - before - end) // (2 * lengths[min(r, len(lengths) - 1)]))
-        open_ = [s.group for s in found if s.group not in readings]
-        if wanted and open_ and not any(could_settle(values[g], rounds_alone, width, wanted) for g in open_):
+        left = rounds_alone(budget - before - end, lengths[min(r, len(lengths) - 1)])
+        if futile(found, values, left, width, wanted):
             return Stop("futile", r + 1, end, readings)
     return stop
 

@@ -62,7 +62,7 @@ from harness.causal.periods import CONTROL, FREE, Period
 from harness.causal.plan import ROUNDS_WANTED, Plan, refusal
 from harness.causal.result import CausalOptions, CausalResult
 from harness.causal.rounds import fewest_reports, observations
-from harness.causal.sensitivity import Sensitivity, could_settle, estimate, settled
+from harness.causal.sensitivity import Sensitivity, estimate, futile, rounds_alone, settled
 from harness.causal.stopper import PhaseStats, Stopper, ThreadClocks
 from harness.causal.verdicts import IDLE_CORES
 from harness.cell.processes import tree
@@ -580,16 +580,9 @@ class Experiment:
     def _futile(self, found: list[Sensitivity], left_s: float) -> bool:
         """With `futile_for` (the readings the caller acts on): no group still measured
         could settle into one in the rounds the budget holds, even with every one of them to
-        itself (two periods a round), so the rest of the budget would buy nothing the caller
-        uses. A tune's experiment is a slice of the search's budget and acts on no `between`."""
-        wanted = self.opts.futile_for
-        if not wanted:
-            return False
-        rounds_alone = int(max(0.0, left_s) // (2 * self.period_s))
-        open_ = [s.group for s in found if not settled(s, self.opts.width)]
-        return bool(open_) and not any(
-            could_settle(self._values.get(g, []), rounds_alone, self.opts.width, wanted) for g in open_
-        )
+        itself, so the rest of the budget would buy nothing the caller uses. A tune's
+        experiment is a slice of the search's budget and acts on no `between`."""
+        return futile(found, self._values, rounds_alone(left_s, self.period_s), self.opts.width, self.opts.futile_for)
 
     @staticmethod
     def _progress(rounds: int, found: list[Sensitivity], elapsed: float) -> str:

@@ -145,3 +145,25 @@ def could_settle(
     total = kept.size + max(0, rounds_to_come)
     projected = estimate("", np.quantile(kept, (np.arange(total) + 0.5) / total).tolist(), alpha)
     return settled(projected, width, alpha) and projected.reading in wanted
+
+
+def rounds_alone(left_s: float, period_s: float) -> int:
+    """The rounds `left_s` seconds hold for one group measured alone (two periods a round):
+    the most any open group could still get."""
+    return int(max(0.0, left_s) // (2 * period_s))
+
+
+def futile(
+    found: Sequence[Sensitivity],
+    values: dict[str, list[float | None]],
+    rounds_to_come: int,
+    width: float,
+    wanted: Sequence[str],
+    alpha: float = DEFAULT_ALPHA,
+) -> bool:
+    """Some group is still open and none could settle into a `wanted` reading in
+    `rounds_to_come` rounds (could_settle); with nothing wanted, never."""
+    open_ = [s.group for s in found if not settled(s, width, alpha)]
+    return bool(wanted) and bool(open_) and not any(
+        could_settle(values.get(g, []), rounds_to_come, width, wanted, alpha) for g in open_
+    )
