@@ -412,6 +412,31 @@ def test_a_program_that_counted_nothing_is_measured_again_with_time_to_start(mon
         tuner.evidence(state.steps[0])
 
 
+def test_the_tunes_causal_experiment_may_stop_once_it_can_settle_nothing_the_tune_uses(monkeypatch, tmp_path):
+    """A tune acts on critical, slack and competes only (read_limit): its experiment is told
+    so (futile_for), so that it does not spend the search's seconds on groups that can only
+    end between (MCCFR's start: the whole 60 s on +0.69 [+0.58, +0.75])."""
+    from harness.runs.store import RunStore
+    from harness.tune import evidence
+    from harness.tune.bottleneck import ACTED_ON
+
+    store = RunStore.create(tmp_path, "tune", {})
+    cell = parse_cell_of_program()
+    state = TuneState("command", {}, [parse_knob("envs=1,2")], {"envs": 1}, TuneOptions(causal_budget_s=45))
+    tuner = Tuner(state, lambda values: cell, Vocabulary(), store, cores=2, announce=lambda _: None)
+    state.steps.append(search_module.Step(1, {"envs": 1}, 0.0))
+    asked = []
+
+    def gather(cell, store, index, causal, cores, announce):
+        asked.append(causal)
+        return evidence.Evidence(record(25.0), [], None, None, read_limit(None, [], {}, 2), 1.0, cell)
+
+    monkeypatch.setattr(search_module, "gather", gather)
+    tuner.evidence(state.steps[0])
+    assert asked[0].budget_s == 45 and tuple(asked[0].futile_for) == ACTED_ON
+    assert set(ACTED_ON) == {"critical", "slack", "competes"}
+
+
 def test_a_causal_experiment_that_refuses_is_a_note_not_the_end_of_the_tune(monkeypatch, tmp_path):
     """CleanRL's C4: the experiment refused its 60 s (the program's cadence needed 70): the
     tune went on from the findings, where it had exited 2."""
