@@ -39,6 +39,16 @@ def sweep(
     quiet: bool = typer.Option(False, "--quiet", help="plain lines, failures only"),
     executor: str = typer.Option("local", "--executor", help="local or ray"),
     address: str = typer.Option(None, "--address", help="Ray cluster address (with --executor ray)"),
+    node_attempts: int = typer.Option(
+        3, "--node-attempts", min=1, help="with --executor ray: attempts of a cell-repeat whose node is lost under it"
+    ),
+    node_grace: float = typer.Option(
+        30.0,
+        "--node-grace",
+        min=1.0,
+        help="with --executor ray: seconds waited beyond a cell's longest time on a node that does not answer, "
+        "and on a silent head before the sweep stops",
+    ),
     memory_limit: float = options.MemoryOpt,
     log_cap: float = options.LogCapOpt,
     force: bool = typer.Option(
@@ -52,14 +62,16 @@ def sweep(
 ) -> int:
     """Run a matrix of cells (or your program after --, every axis filling its {placeholder});
     exit 0 if all are ok, 1 if any failed, 2 on bad input, 74 when a file could not be written
-    (a full or read-only disk: fix it, then resume the run), 130 on Ctrl-C."""
+    (a full or read-only disk: fix it, then resume the run), 75 when the Ray cluster's head was
+    lost (resume the run against a new head), 130 on Ctrl-C."""
     program = options.program_of(ctx, progress, progress_file)
     budget = options.budget(duration=duration, warmup=warmup, steady=steady, steady_max=steady_max, target=target,
                             target_every=target_every, work=work, timeout=timeout, memory_limit=memory_limit,
                             log_cap=log_cap, repeats=repeats)  # fmt: skip
     overrides = build_overrides(suite, workers, backend, set_, budget, label, program)
     return main(spec_path=spec, overrides=overrides, out=out, resume=resume, quiet=quiet, executor=executor,
-                address=address, force=force, retry_failed=retry_failed)  # fmt: skip
+                address=address, force=force, retry_failed=retry_failed, node_attempts=node_attempts,
+                node_grace=node_grace)  # fmt: skip
 
 
 def build_overrides(
@@ -102,6 +114,8 @@ def main(
     address: str | None = None,
     force: bool = False,
     retry_failed: bool = False,
+    node_attempts: int = 3,
+    node_grace: float = 30.0,
 ) -> int:
     """The sweep itself: a new run of the spec with the command line's overrides, or the
     missing (and with retry_failed the failed) cells of the run `resume`."""
@@ -134,7 +148,7 @@ def main(
             store = new_run(out, spec, cells, sys.argv)
         with run_state(store):
             interrupts.check()
-            runner = get_executor(executor, address)
+            runner = get_executor(executor, address, attempts=node_attempts, grace_s=node_grace)
             records = execute(store, cells, runner, Progress(quiet=quiet), retry_failed)
             interrupts.check()  # a Ctrl-C during the last cell is an interrupt, not a finish
             mark_finished(store)  # before the reports, which state how the run ended
