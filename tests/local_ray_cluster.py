@@ -55,6 +55,7 @@ class LocalCluster:
         self.workers: list[Any] = []
         self.removed: list[Any] = []
         self.cluster: Any = None
+        self.orphans: list[psutil.Process] = []  # what was below the processes killed
         try:
             from ray.cluster_utils import Cluster
 
@@ -100,6 +101,13 @@ class LocalCluster:
         self.workers.append(node)
         return node
 
+    def _below(self, node: Any) -> list[psutil.Process]:
+        """What runs below a node's raylet (nothing when the node or its raylet is gone)."""
+        try:
+            return self.raylet(node).children(recursive=True) if node is not None else []
+        except (psutil.Error, KeyError, IndexError):
+            return []
+
     @staticmethod
     def raylet(node: Any) -> psutil.Process:
         from ray._private import ray_constants
@@ -111,6 +119,7 @@ class LocalCluster:
         processes Ray started under it are left to fend for themselves, as on a real node.
         Returns the raylet's pid."""
         raylet = self.raylet(node)
+        self.orphans += raylet.children(recursive=True)  # its agents carry no token: ended at close()
         raylet.send_signal(signal.SIGKILL)
         self.workers.remove(node)
         self.removed.append(node)
@@ -123,20 +132,32 @@ class LocalCluster:
         for entries in head.all_processes.values():
             for entry in entries:
                 try:
+                    self.orphans += psutil.Process(entry.process.pid).children(recursive=True)
                     os.kill(entry.process.pid, signal.SIGKILL)
                     pids.append(entry.process.pid)
-                except ProcessLookupError:
+                except (ProcessLookupError, psutil.Error):
                     pass
         return pids
 
     def processes(self) -> list[psutil.Process]:
-        return marked(self.token)
+        """The cluster's live processes: those carrying its token, and those left below the
+        processes killed (Ray's agents start without the token in their environment)."""
+        found = {p.pid: p for p in marked(self.token)}
+        for proc in self.orphans:
+            try:
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    found[proc.pid] = proc
+            except psutil.Error:
+                pass
+        return list(found.values())
 
     def close(self) -> None:
         """Every process of the cluster ended (Ray's shutdown first, then the token's), and
         the address file Ray wrote for it removed."""
         cluster = self.cluster
         if cluster is not None:
+            for node in [cluster.head_node, *self.workers]:
+                self.orphans += self._below(node)
             for node in self.removed:
                 try:
                     node.kill_all_processes(check_alive=False, allow_graceful=False)

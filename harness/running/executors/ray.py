@@ -106,7 +106,6 @@ class Attempt:
     key: str  # its files' name in the run directory
     group: Any = None
     ref: Any = None
-    submitted: float = 0.0  # monotonic
     node: str | None = None  # the node its bundle was placed on
     placed: float | None = None  # monotonic, when it was placed: its time runs from there
     placed_at: str | None = None  # UTC
@@ -317,7 +316,6 @@ class _Sweep:
         except _HeadGone:
             self.queue.appendleft((attempt.cell, attempt.repeat, attempt.number))  # never started: --resume runs it
             raise
-        attempt.submitted = time.monotonic()
         self.attempts[attempt.ref] = attempt
 
     def _place(self) -> None:
