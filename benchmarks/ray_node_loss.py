@@ -166,7 +166,7 @@ class Killer:
             below = descendants(raylet)
             run = marked_processes(run_dir)
             ours = {p.pid: p for p in below if p.pid in run}  # the cells' processes on the node
-            victims = [p.environ().get(ENV_CELL) for p in cells_below(raylet)]
+            victims = list(dict.fromkeys(p.environ().get(ENV_CELL) for p in cells_below(raylet)))
             self.workers_below.update({p.pid: p for p in below if p.pid not in run and "run_cell" in name_of(p)})
             self.cluster.kill_worker(node)
             self.kills.append({"node": node.node_id, "at_records": done, "cells": victims})
