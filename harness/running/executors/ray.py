@@ -174,15 +174,16 @@ class _HeadGone(Exception):
     """A call to the GCS was left waiting: the head was lost meanwhile."""
 
 
-class GcsCaller:
-    """Ray's calls that wait on the GCS (creating, reading and removing placement groups,
-    cancelling), made one after another from a daemon thread of its own: a head that goes
-    silent in the middle of one leaves this thread waiting, not the driver's loop, which goes
-    on watching and ends the sweep once the head is lost."""
+class Caller:
+    """Ray's calls that may wait long (on the GCS: creating, reading and removing placement
+    groups, cancelling; on a node's object store: fetching an answer), made one after another
+    from a daemon thread of its own: a head or node that goes silent in the middle of one
+    leaves this thread waiting, not the driver's loop, which goes on watching and ends the
+    sweep once the head is lost."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
         self._calls: queue.Queue[tuple[Future[Any], Any, tuple[Any, ...]] | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._serve, name="harness-ray-gcs", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
     def submit(self, fn: Any, *args: Any) -> Future[Any]:
@@ -220,7 +221,8 @@ class _Sweep:
         self.attempts: dict[Any, Attempt] = {}  # by task ref
         self.unplaceable_since: float | None = None
         self.to_remove: list[Any] = []  # placement groups to remove once the head answers
-        self.gcs_calls = GcsCaller()
+        self.gcs_calls = Caller("harness-ray-gcs")
+        self.fetches = Caller("harness-ray-fetch")  # answers from the nodes' object stores
         self.mark = str(store.root.resolve())  # the run directory the cells' processes carry
         self.task = ray.remote(_remote_entry())
 
@@ -262,11 +264,15 @@ class _Sweep:
             if self.watch.changed():
                 self._note_nodes()
             self.gcs_calls.close()
+            self.fetches.close()
 
     def _gcs(self, fn: Any, *args: Any) -> Any:
         """fn(*args) on the GCS caller's thread, waited for while the head is not lost (a
         Ctrl-C still acts meanwhile); _HeadGone once it is."""
-        future = self.gcs_calls.submit(fn, *args)
+        return self._await(self.gcs_calls.submit(fn, *args))
+
+    def _await(self, future: Future[Any]) -> Any:
+        """A call's result, waited for while the head is not lost; _HeadGone once it is."""
         while True:
             try:
                 return future.result(timeout=interrupts.POLL_S)
@@ -343,15 +349,23 @@ class _Sweep:
             return
         done, _ = self.ray.wait(refs, num_returns=len(refs), timeout=interrupts.POLL_S)
         for ref in done:
-            attempt = self.attempts.pop(ref)
+            attempt = self.attempts[ref]
             if attempt.placed is None and self.watch.head_answers():  # it ended before the loop saw it placed
                 self._locate(attempt)
-            self._remove_group(attempt)
             try:
-                record, files, node_id, seen = self.ray.get(ref, timeout=self.executor.grace_s)
+                # from the node's object store: a node lost meanwhile is waited on for the grace at most,
+                # and a head lost meanwhile ends the wait (the attempt still counts as running)
+                answer = self._await(self.fetches.submit(partial(self.ray.get, timeout=self.executor.grace_s), ref))
+            except _HeadGone:
+                raise
             except Exception as exc:  # noqa: BLE001 - Ray's failure (a node, a worker, an object lost)
+                self.attempts.pop(ref)
+                self._remove_group(attempt)
                 self._lost(attempt, self._why(attempt, exc), attempt.node)
                 continue
+            self.attempts.pop(ref)
+            self._remove_group(attempt)
+            record, files, node_id, seen = answer
             attempt.node = attempt.node or node_id
             if seen is not None or record is None:
                 self._lost_seen(attempt, node_id, seen)

@@ -10,8 +10,9 @@ process tree) as soon as the raylet that started this worker is gone (the worker
 reparented) or the head's GCS has not answered for the sweep's grace (and a margin: the driver
 is to see the head's loss first); the task then returns what it saw instead of a record
 (NodeLost), which reaches the driver directly (a task's small result goes to its owner, not
-through the raylet), and the worker exits LOST_EXIT_S later whatever happens, so nothing of the
-harness stays on the node. The driver records that attempt as lost with its node.
+through the raylet), and the worker exits LOST_EXIT_S later whatever happens (guard_worker: also
+a worker whose cell had ended as its raylet died), so nothing of the harness stays on the node.
+The driver records that attempt as lost with its node.
 """
 
 from __future__ import annotations
@@ -58,6 +59,28 @@ def raylet_pid() -> int | None:
         return parent.pid if "raylet" in parent.name() else None
     except psutil.Error:
         return None
+
+
+_guarded = threading.Event()  # this worker process has its guard
+
+
+def guard_worker() -> None:
+    """Once per Ray worker process that runs a cell: when the raylet that started it is gone,
+    the process exits LOST_EXIT_S later (time for an answer under way to reach the driver).
+    Ray leaves such a worker alive, idle and orphaned, also when its last cell had ended just
+    before its raylet died."""
+    raylet = raylet_pid()
+    if raylet is None or _guarded.is_set():
+        return
+    _guarded.set()
+
+    def guard() -> None:
+        while os.getppid() == raylet:
+            time.sleep(WATCH_S)
+        time.sleep(LOST_EXIT_S)
+        os._exit(NODE_LOST_EXIT)
+
+    threading.Thread(target=guard, name="harness-worker-guard", daemon=True).start()
 
 
 class NodeWatch:
@@ -118,10 +141,12 @@ def run_cell_remotely(
     def node_lost(seen: NodeLost) -> None:
         lost.append(seen)
         runner.abort_current()
-        ending = threading.Timer(LOST_EXIT_S, os._exit, args=(NODE_LOST_EXIT,))
-        ending.daemon = True
-        ending.start()
+        if seen.what == HEAD:  # a raylet that is gone: guard_worker ends the process
+            ending = threading.Timer(LOST_EXIT_S, os._exit, args=(NODE_LOST_EXIT,))
+            ending.daemon = True
+            ending.start()
 
+    guard_worker()
     try:
         store = RunStore.create(scratch, "ray", {})
         runner = CellRunner(store, mark=Path(mark))
