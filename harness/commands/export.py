@@ -10,7 +10,11 @@ from harness.commands import options
 from harness.errors import UserError
 
 
-@options.command()
+@options.command(
+    epilog=options.exit_codes(
+        {0: "every export asked for written", 2: "bad input, or a run already exported to that MLflow store"}
+    )
+)
 def export(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     pyperf: Path = typer.Option(None, "--pyperf", help="write a pyperf BenchmarkSuite JSON here"),
