@@ -37,7 +37,7 @@ RECORDS = sorted((ROOT / "docs" / "records").glob("*.md"))
 
 # the project's history, which user pages leave to the records (and the records to git)
 HISTORY = re.compile(
-    r"issue #?\d+|helper-\d+|\ba helper's|\bother helpers\b|\bthe lead\b|\bthis VM\b|\bsession \d+"
+    r"issue #?\d+|helper-\d+|\ba helper's|\bother helpers\b|\bthe lead\b|\bthis VM\b"
     r"|\b(second|third|fourth|next|this|another|other) sessions?\b|\bour (sweep|run|machine|VM)\b",
     re.IGNORECASE,
 )
