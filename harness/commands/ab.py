@@ -22,17 +22,17 @@ if TYPE_CHECKING:
     from harness.running.matrix import Overrides
 
 
-@options.command(
-    cls=options.ProgramTail,
-    epilog=options.exit_codes(
-        {
-            0: "every cell ok: no regression beyond --tolerance",
-            1: "a cell regressed, or a side's cell failed",
-            2: "bad input, an unknown revision, or a cell that cannot be time-sliced",
-            3: "no regression, but a cell stayed undecided at its budget (it says what budget would decide)",
-        }
-    ),
+EXITS = options.exit_codes(
+    """
+    0 every cell ok: no regression beyond --tolerance
+    1 a cell regressed, or a side's cell failed
+    2 bad input, an unknown revision, or a cell that cannot be time-sliced
+    3 no regression, but a cell stayed undecided at its budget (it says what budget would decide)
+    """
 )
+
+
+@options.command(cls=options.ProgramTail, epilog=EXITS)
 def ab(
     ctx: typer.Context,
     base_rev: str = typer.Argument(..., help="the base revision (commit, branch, tag: HEAD~1, origin/main)"),

@@ -21,16 +21,16 @@ if TYPE_CHECKING:
 CAUSAL_JSON = "causal.json"
 
 
-@options.command(
-    cls=options.ProgramTail,
-    epilog=options.exit_codes(
-        {
-            0: "the experiment ran (unknown is a verdict)",
-            1: "the program's cell failed, or the stopper did",
-            2: "bad input, or a --budget too small for how often the program reports (the message names one that would do)",
-        }
-    ),
+EXITS = options.exit_codes(
+    """
+    0 the experiment ran (unknown is a verdict)
+    1 the program's cell failed, or the stopper did
+    2 bad input, or a --budget too small for how often the program reports (the message names one that would do)
+    """
 )
+
+
+@options.command(cls=options.ProgramTail, epilog=EXITS)
 def causal(
     ctx: typer.Context,
     suite: str = typer.Argument(None, help="suite name (or your program after --)"),

@@ -9,12 +9,15 @@ import typer
 from harness.commands import options
 from harness.errors import UserError
 
-
-@options.command(
-    epilog=options.exit_codes(
-        {0: "every export asked for written", 2: "bad input, or a run already exported to that MLflow store"}
-    )
+EXITS = options.exit_codes(
+    """
+    0 every export asked for written
+    2 bad input, or a run already exported to that MLflow store
+    """
 )
+
+
+@options.command(epilog=EXITS)
 def export(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     pyperf: Path = typer.Option(None, "--pyperf", help="write a pyperf BenchmarkSuite JSON here"),

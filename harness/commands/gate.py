@@ -26,15 +26,16 @@ GATE_MD = "gate.md"
 EXIT = {"pass": 0, "fail": 1, "undecided": 3}
 
 
-@options.command(
-    epilog=options.exit_codes(
-        {
-            0: "pass",
-            1: "a regression, a correctness failure, or a baseline cell or metric missing from the run (unless --allow-missing)",
-            3: "no failure, but an A/B (--against) stayed undecided at its budget",
-        }
-    )
+EXITS = options.exit_codes(
+    """
+    0 pass
+    1 a regression, a correctness failure, or a baseline cell or metric missing from the run (unless --allow-missing)
+    3 no failure, but an A/B (--against) stayed undecided at its budget
+    """
 )
+
+
+@options.command(epilog=EXITS)
 def gate(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     baseline: str = typer.Option(

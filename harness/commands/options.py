@@ -75,9 +75,12 @@ SHARED_EXITS = {
 }
 
 
-def exit_codes(own: dict[int, str]) -> str:
+def exit_codes(own: str | dict[int, str]) -> str:
     """A command's help epilog listing its exit codes (`Exit codes: 0 ...; 1 ...; 2 ...`): the
-    one place they are said, which docs/guide/commands.md's table is tested against."""
+    one place they are said, which docs/guide/commands.md's table is tested against. `own`:
+    a line a code (`0 every cell ok`), or a dict code -> meaning."""
+    if isinstance(own, str):
+        own = {int(code): text.strip() for code, text in (line.split(None, 1) for line in own.strip().splitlines())}
     codes = {**SHARED_EXITS, **own}
     return "Exit codes: " + "; ".join(f"{code} {codes[code]}" for code in sorted(codes)) + "."
 

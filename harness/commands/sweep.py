@@ -16,18 +16,18 @@ if TYPE_CHECKING:
     from harness.running.matrix import Overrides
 
 
-@options.command(
-    cls=options.ProgramTail,
-    epilog=options.exit_codes(
-        {
-            0: "every cell-repeat ok",
-            1: "some cells failed (every other cell still ran)",
-            2: "bad input, a suite whose extra is missing, or --resume at another commit without --force",
-            74: "a file of the run could not be written (a full or read-only disk; the message names it): free space, then --resume the run",
-            130: "Ctrl-C or SIGTERM: run.json says interrupted, and --resume finishes it",
-        }
-    ),
+EXITS = options.exit_codes(
+    """
+    0 every cell-repeat ok
+    1 some cells failed (every other cell still ran)
+    2 bad input, a suite whose extra is missing, or --resume at another commit without --force
+    74 a file of the run could not be written (a full or read-only disk; the message names it): free space, then --resume the run
+    130 Ctrl-C or SIGTERM: run.json says interrupted, and --resume finishes it
+    """
 )
+
+
+@options.command(cls=options.ProgramTail, epilog=EXITS)
 def sweep(
     ctx: typer.Context,
     spec: Path = typer.Argument(None, help="sweep spec (TOML); flags override it; -- CMD ...: your program"),

@@ -19,15 +19,15 @@ if TYPE_CHECKING:
     from harness.tune.result import TuneOptions
 
 
-@options.command(
-    cls=options.ProgramTail,
-    epilog=options.exit_codes(
-        {
-            0: "a result: the winner, or the start kept and why",
-            2: "bad input, a cell that cannot be time-sliced, or a start that measures no rate",
-        }
-    ),
+EXITS = options.exit_codes(
+    """
+    0 a result: the winner, or the start kept and why
+    2 bad input, a cell that cannot be time-sliced, or a start that measures no rate
+    """
 )
+
+
+@options.command(cls=options.ProgramTail, epilog=EXITS)
 def tune(
     ctx: typer.Context,
     suite: str = typer.Argument(None, help="suite name (or your program after --)"),

@@ -13,12 +13,15 @@ from harness.errors import UserError
 RATE_RANGE = (1, 10_000)
 
 
-@options.command(
-    context_settings={"allow_interspersed_args": False},
-    epilog=options.exit_codes(
-        {0: "the program exited 0, or was watched for --duration", 1: "the program exited with another code"}
-    ),
+EXITS = options.exit_codes(
+    """
+    0 the program exited 0, or was watched for --duration
+    1 the program exited with another code
+    """
 )
+
+
+@options.command(context_settings={"allow_interspersed_args": False}, epilog=EXITS)
 def watch(
     command: list[str] = typer.Argument(None, help="the program and its arguments, after --"),
     pid: int = typer.Option(None, "--pid", help="attach to this running process (and its children) instead"),
