@@ -19,7 +19,15 @@ if TYPE_CHECKING:
     from harness.tune.result import TuneOptions
 
 
-@options.command(cls=options.ProgramTail)
+EXITS = options.exit_codes(
+    """
+    0 a result: the winner, or the start kept and why
+    2 bad input, a cell that cannot be time-sliced, or a start that measures no rate
+    """
+)
+
+
+@options.command(cls=options.ProgramTail, epilog=EXITS)
 def tune(
     ctx: typer.Context,
     suite: str = typer.Argument(None, help="suite name (or your program after --)"),
@@ -71,7 +79,9 @@ def tune(
     step_confidence: float = typer.Option(
         0.8, "--step-confidence", help="each challenger's A/B's confidence (the final A/B checks the winner)"
     ),
-    seed: int = typer.Option(None, "--seed", help="seed of the A/Bs' pair orders and the causal periods"),
+    seed: int = typer.Option(
+        None, "--seed", help="seed of the A/Bs' pair orders and the causal periods (default: a random one)"
+    ),
     resume: Path = typer.Option(None, "--resume", help="continue the tune in this run directory (its tune.json)"),
     out: Path = options.OutOpt,
     quiet: bool = typer.Option(False, "--quiet", help="only the result"),
