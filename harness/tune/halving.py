@@ -281,6 +281,8 @@ class Halving:
         rest = sorted((v for k, v in scores.items() if k not in keep), reverse=True)
         below = f"; every other setting read at most {rest[0] / scores[keep[0]]:.2f}x the leaders'" if rest else ""
         sure = f"{describe(winner)}: " + "; ".join(said or ["the only leader"]) + below
+        first = relative(self.readings(self.state["rungs"][0]))
+        self.state["winner_over_start"] = 1.0 if winner == self.start else first.get(key_of(winner))
         self.state["winner"], self.state["sure"] = winner, sure
         self.save()
         return winner, sure

@@ -146,3 +146,9 @@ def test_the_model_of_every_reading_predicts_a_setting_never_read():
     assert math.exp(predicted - model.predict(base)) > 2.0
     assert sampler.fit(knobs, read[:1]) is None
     assert sampler.differs(best, base) == ["backend", "leaves"]
+
+
+def test_the_winners_reading_over_the_start_is_kept_for_the_final_ab():
+    state = {"order_seed": 4}
+    winner, *_ = run_halving(state)
+    assert state["winner_over_start"] == pytest.approx(true_rate(winner) / true_rate(START))
