@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
-from tune_campaign import SEEDS, harness, only_run, records, sets  # noqa: E402
+from tune_campaign import SEEDS, harness, only_run, records, run_seconds, sets  # noqa: E402
 
 PRODUCERS = str(ROOT / "tests" / "programs" / "producers.py")
 SPACES: dict[str, dict] = {
@@ -152,6 +152,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, help="the tune's --seed")
     parser.add_argument("--tune-only", action="store_true", help="the tune alone (a reproducibility pair's half)")
     parser.add_argument("--pair", nargs=3, metavar=("ROWS", "I", "J"), help="A/B row I's winner against row J's")
+    parser.add_argument("--grid-from", type=Path, help="the grid's run directory, swept earlier in this sitting")
     parser.add_argument("--out", type=Path, default=Path("results/tune_vs_grid"))
     parser.add_argument("--save", type=Path)
     args = parser.parse_args()
@@ -175,7 +176,15 @@ def main() -> None:
     out = (args.out / f"{stamp}-{args.space}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     row = tune(args.space, out, args.budget, args.seed)
-    if not args.tune_only:
+    if args.grid_from:  # a grid swept earlier in this sitting
+        best = best_of(args.grid_from, SPACES[args.space]["knobs"])
+        row.update(
+            grid_s=run_seconds(args.grid_from),
+            grid_best=best[0] if best else None,
+            grid_best_rate=best[1] if best else None,
+        )
+        row.update(judge(args.space, row["winner"], row["grid_best"], out, args.within, args.judge_budget))
+    elif not args.tune_only:
         row.update(grid(args.space, out))
         if row.get("grid_best"):
             row.update(judge(args.space, row["winner"], row["grid_best"], out, args.within, args.judge_budget))

@@ -152,3 +152,21 @@ def test_the_winners_reading_over_the_start_is_kept_for_the_final_ab():
     state = {"order_seed": 4}
     winner, *_ = run_halving(state)
     assert state["winner_over_start"] == pytest.approx(true_rate(winner) / true_rate(START))
+
+
+def test_leaders_whose_rungs_disagree_are_ab_d():
+    # the leader of the last rung read below the runner-up in rung 0: the readings cannot say
+    w5, w3 = {"workers": 5, "batch": 64}, {"workers": 3, "batch": 64}
+    seen: dict = {}
+
+    def rates(p):
+        seen[key_of(p)] = seen.get(key_of(p), 0) + 1
+        if p == w5:
+            return 970.0 if seen[key_of(p)] == 1 else 1300.0
+        if p in ({"workers": 4, "batch": 64}, {"workers": 2, "batch": 64}, {"workers": 3, "batch": 32}):
+            return 950.0
+        return 1000.0 if p == w3 else 0.3 * true_rate(p)
+
+    state = {"order_seed": 6}
+    winner, sure, _, compared = run_halving(state, read_rate=rates)
+    assert len(state["rungs"]) == 2 and compared == [(w3, w5)], sure
