@@ -270,7 +270,10 @@ class Halving:
                 )
                 got = self.compare(self.by_key[other], self.by_key[leader])
                 if got is None:
-                    said.append(f"{describe(self.by_key[other])}: no A/B, the budget ended (read {ratio:.2f}x below)")
+                    said.append(
+                        f"ties with {describe(self.by_key[other])} by readings ({ratio:.2f}x, within the noise; "
+                        "no A/B: it would end past the budget or a grid's time)"
+                    )
                     continue
                 done[pair] = {"incumbent": other, "challenger": leader, **got.to_json()}
                 self.state["duels"].append(done[pair])
