@@ -59,6 +59,7 @@ from harness.tune.screen import Screen, ahead, screen, spread
 from harness.tune.space import Knob, _same, moves_for
 
 BLOCK_S_GUESS = 15.0  # seconds per A/B block before one was measured
+BLOCK_SLICES_S = 6.0  # a block's warm-up pair and first two measured pairs, 1 s slices each side
 LAUNCH_S_GUESS = 5.0  # seconds a race run spends starting before its clock runs
 FINAL_MARGIN = 1.5  # the final A/B is given this many times the time its fewest blocks take
 # a screen reading this far above the incumbent's is tried first and joins the joint move: one
@@ -120,6 +121,9 @@ class Tuner:
             return sorted(self._block_s)[len(self._block_s) // 2]
         if self.race_cell is not None:  # two runs, each guessed to reach the target at half its cap
             return self.state.options.target_cap_s + 2 * LAUNCH_S_GUESS
+        if self.state.plan is not None:  # both sides launched as the plan's reading was, then three pairs of 1 s slices
+            launch = float(self.state.plan["reading_s"]) - float(self.state.plan["window_s"])
+            return 2 * max(launch, 0.0) + BLOCK_SLICES_S
         return BLOCK_S_GUESS
 
     def final_reserve(self) -> float:
@@ -127,7 +131,7 @@ class Tuner:
         nothing is adopted, only its fewest blocks (a challenger that wins must be confirmable,
         but no final runs unless one does: the actor-learner's first tune stopped with 676 s of
         1200 unused, held for a final it never ran); after an adoption, those with a margin."""
-        if self.state.best == self.state.start and not self.state.steps:
+        if self.state.best == self.state.start and not self.state.steps and self.state.halving is None:
             return 0.0
         fewest = blocks_to_decide(self.state.options.final_alpha) * self.block_s()
         return fewest if key_of(self.state.best) == key_of(self.state.start) else FINAL_MARGIN * fewest
