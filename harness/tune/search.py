@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from harness.ab.experiment import ABOptions
 from harness.ab.sequential import blocks_to_decide
 from harness.causal.result import CausalOptions
@@ -102,6 +104,7 @@ class Tuner:
         self._slow_start = False  # the program needed the longer start-up cap (harness.tune.evidence)
         self._cell_s: float | None = None  # launch to end of the last measured cell, seconds
         self._first: tuple[str | None, float | None, float] | None = None  # the plan's reading of the start
+        self._launches: list[float] = []  # each timed reading's seconds beside its window, this session's
         # key_of(params) -> one screen reading's (metric, rate), this session's
         self._readings: dict[str, tuple[str | None, float | None]] = {}
         self._read_params: dict[str, dict[str, Any]] = {}  # key_of(params) -> params, of every reading
@@ -122,8 +125,7 @@ class Tuner:
         if self.race_cell is not None:  # two runs, each guessed to reach the target at half its cap
             return self.state.options.target_cap_s + 2 * LAUNCH_S_GUESS
         if self.state.plan is not None:  # both sides launched as the plan's reading was, then three pairs of 1 s slices
-            launch = float(self.state.plan["reading_s"]) - float(self.state.plan["window_s"])
-            return 2 * max(launch, 0.0) + BLOCK_SLICES_S
+            return 2 * max(self.launch_s(), 0.0) + BLOCK_SLICES_S
         return BLOCK_S_GUESS
 
     def final_reserve(self) -> float:
@@ -162,6 +164,8 @@ class Tuner:
             self.final()
         if state.plan is not None:
             state.plan["tune_s"] = self.elapsed()
+            if self._launches:  # the grid at the launch the readings measured, not the first's alone
+                state.plan["grid_s"] = self.grid_s()
             state.plan["against_grid"] = against_grid(state.plan, self.elapsed())
         state.state = "finished"
         self.save()
@@ -201,10 +205,25 @@ class Tuner:
         self.announce(f"plan: {made.said()}")
         self.save()
 
-    def plan_reading_s(self, window: float) -> float:
-        """One reading of `window` measured seconds, as the plan measured the start's."""
+    def launch_s(self) -> float:
+        """A reading's seconds beside its window (launch, warm-up, bookkeeping): the median of
+        the readings this session timed, else the plan's first. MCCFR's first reading took
+        10.7 s (a cold start), the next fifty 4.2 s each: the plan had said 544 s for a screen
+        that took 210 s, and a grid of 750 s that takes about 540."""
+        if self._launches:
+            return float(np.median(self._launches))
         got = self.state.plan or {}
-        return float(got.get("reading_s", window + LAUNCH_S_GUESS)) - float(got.get("window_s", 0.0)) + window
+        return float(got.get("reading_s", LAUNCH_S_GUESS)) - float(got.get("window_s", 0.0))
+
+    def plan_reading_s(self, window: float) -> float:
+        """One reading of `window` measured seconds, at the launch measured so far."""
+        return window + self.launch_s()
+
+    def grid_s(self) -> float:
+        """A grid of one GRID_WINDOW_S reading per setting, at the launch measured so far."""
+        if self.state.plan is None:
+            return math.inf
+        return float(self.state.plan["settings"]) * (plan.GRID_WINDOW_S + self.launch_s())
 
     def whole(self) -> str:
         """The space screened whole and its leaders raced (harness.tune.halving); the winner
@@ -234,12 +253,13 @@ class Tuner:
         than ends before a grid of the space would have (the plan's estimate), each beside one
         leaders' A/B and the final A/B. A tune exists to be no slower than the grid: a 25-setting
         space's rung 0 (2 s readings) costs about 60 % of its grid, and the A/Bs most of the rest."""
-        grid = float((self.state.plan or {}).get("grid_s") or math.inf)
+        grid = self.grid_s()
         after = self.final_reserve() + self.duel_time()
         return min(self.left(), grid - self.elapsed()) - after
 
     def read_at(self, values: dict[str, Any], window: float) -> tuple[str | None, float | None]:
         """One cell of `values` measured for `window` seconds (a record in the tune's run)."""
+        began = time.monotonic()
         cell, record = measure_until_counted(
             self.measured_cell(values, window),
             kept_run(self.store, 0),
@@ -249,6 +269,8 @@ class Tuner:
         self._slow_start = self._slow_start or cell.steady_max >= STARTUP_CAP_S
         self._cell_s = record.number("wall_s") or self._cell_s
         metric, rate = record_rate(record)
+        if cell.steady_max < STARTUP_CAP_S or self._slow_start:
+            self._launches.append(time.monotonic() - began - window)
         self.announce(f"    {describe(values)}: {rate:.4g}" if rate else f"    {describe(values)}: no rate")
         return metric, rate
 
