@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
-from tune_campaign import SEEDS, harness, only_run, records, run_seconds, sets  # noqa: E402
+from tune_campaign import SEEDS, harness, only_run, rate_name, records, run_seconds, sets  # noqa: E402
 
 PRODUCERS = str(ROOT / "tests" / "programs" / "producers.py")
 SPACES: dict[str, dict] = {
@@ -59,17 +59,19 @@ def tail(space: dict) -> list[str]:
     return ["--", *space["program"]] if "program" in space else []
 
 
-def best_of(run: Path, knobs: dict) -> tuple[dict, float] | None:
-    """The grid's best reading: the setting a user of the grid would pick."""
+def best_of(run: Path, space: dict) -> tuple[dict, float] | None:
+    """The grid's best reading: the setting a user of the grid would pick, by the suite's
+    headline rate (tune_campaign.rate_name), or a program's only counted rate."""
     got = []
     for r in records(run):
         metrics = r.get("metrics") or {}
-        rate = metrics.get(metrics.get("headline_rate") or "") if metrics.get("headline_rate") else None
-        rate = rate or next(
-            (v for k, v in sorted(metrics.items()) if k.endswith("_per_s") and "_drift_" not in k), None
-        )
+        if "suite" in space:
+            name = rate_name(space["suite"])
+        else:
+            name = next((k for k in sorted(metrics) if k.endswith("_per_s") and not k.startswith(("cpu", "gpu"))), "")
+        rate = metrics.get(name)
         if r["status"] == "ok" and isinstance(rate, int | float) and rate > 0:
-            got.append(({k: r["params"][k] for k in knobs}, float(rate)))
+            got.append(({k: r["params"][k] for k in space["knobs"]}, float(rate)))
     return max(got, key=lambda pr: pr[1]) if got else None
 
 
@@ -102,7 +104,7 @@ def grid(name: str, out: Path) -> dict:
     rc, seconds, _ = harness(
         ROOT, *args, "--duration", "8", "--repeats", "1", "--out", str(out / "grid"), "--quiet", *tail(space)
     )
-    best = best_of(only_run(out / "grid"), space["knobs"])
+    best = best_of(only_run(out / "grid"), space)
     return {
         "grid_exit": rc,
         "grid_s": seconds,
@@ -177,7 +179,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     row = tune(args.space, out, args.budget, args.seed)
     if args.grid_from:  # a grid swept earlier in this sitting
-        best = best_of(args.grid_from, SPACES[args.space]["knobs"])
+        best = best_of(args.grid_from, SPACES[args.space])
         row.update(
             grid_s=run_seconds(args.grid_from),
             grid_best=best[0] if best else None,
