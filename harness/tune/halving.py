@@ -251,7 +251,6 @@ class Halving:
         scores = self.scores(rung)
         leader = keep[0]
         said: list[str] = []
-        ties: list[str] = []
         done = {(d["incumbent"], d["challenger"]): d for d in self.state["duels"]}
         for other in keep[1:]:
             ratio = scores[leader] / scores[other] if scores.get(other) else math.inf
@@ -281,21 +280,21 @@ class Halving:
                 self.save()
             duel = done[pair]
             ab = f"A/B {duel['ratio']:.3f}x [{duel['low']:.3f}, {duel['high']:.3f}]" if duel.get("ratio") else "A/B"
-            name = describe(self.by_key[other])
+            ab = f"{ab}, {describe(self.by_key[leader])} over {describe(self.by_key[other])}"
+            turned = (duel.get("ratio") or 1.0) < 1.0  # the other read higher in the A/B
+            if duel["decision"] == BEHIND or (duel["decision"] != BETTER and turned):
+                beaten, leader = leader, other
+            else:
+                beaten = other
+            name = describe(self.by_key[beaten])
             if duel["decision"] == BETTER:
                 said.append(f"ahead of {name} ({ab})")
             elif duel["decision"] == BEHIND:
-                said.append(f"{describe(self.by_key[leader])} behind {name} ({ab}): {name} leads")
-                leader = other
+                said.append(f"ahead of {name}, which led the readings ({ab})")
             elif duel["decision"] == TIE:
-                ties.append(name)
                 said.append(f"ties with {name} within the --min-gain ({ab})")
-                if (duel.get("ratio") or 1.0) < 1.0:
-                    leader = other
             else:
-                said.append(f"not decided against {name} ({duel.get('said', duel['decision'])})")
-                if (duel.get("ratio") or 1.0) < 1.0:
-                    leader = other
+                said.append(f"not decided against {name} ({duel.get('said', duel['decision'])}; {ab})")
         winner = self.by_key[leader]
         rest = sorted((v for k, v in scores.items() if k not in keep), reverse=True)
         below = f"; every other setting read at most {rest[0] / scores[keep[0]]:.2f}x the leaders'" if rest else ""

@@ -106,7 +106,7 @@ def test_a_leader_behind_its_runner_up_by_ab_swaps_and_a_tie_is_said():
     winner, sure, _, compared = run_halving(
         {"order_seed": 2}, read_rate=rates, duels={key_of({"workers": 3, "batch": 64}): (BEHIND, 0.9)}
     )
-    assert compared and winner == ahead and "leads" in sure
+    assert compared and winner == ahead and "ahead of workers=3 batch=64, which led the readings" in sure
     winner, sure, _, _ = run_halving(
         {"order_seed": 2}, read_rate=rates, duels={key_of({"workers": 3, "batch": 64}): (TIE, 1.01)}
     )
