@@ -52,10 +52,10 @@ def tune(
     duel_budget: float = typer.Option(150.0, "--duel-budget", help="seconds one challenger's A/B may take"),
     evidence: float = typer.Option(8.0, "--evidence", help="measured seconds of the incumbent's diagnosed cell"),
     screen: float = typer.Option(
-        4.0,
+        2.0,
         "--screen",
-        help="measured seconds of each screen reading (one short reading of a value before any A/B), at most "
-        "--evidence's; a program whose progress comes in bursts gets --evidence's",
+        help="measured seconds of each screen reading (one short reading of a setting before any A/B; a whole "
+        "screen's first rung), at most --evidence's; a program whose progress comes in bursts gets --evidence's",
     ),
     causal_budget: float = typer.Option(
         60.0, "--causal-budget", help="seconds of the causal experiment on each incumbent (0: findings only)"
@@ -88,9 +88,12 @@ def tune(
     progress: list[str] = options.ProgressOpt,
     progress_file: list[str] = options.ProgressFileOpt,
 ) -> int:
-    """Which settings to run with: each step asks what limits the incumbent (causal experiment,
-    findings), tries the knob moves that relieve it, adopts a move only when an A/B decides it
-    is faster, and ends with the winner's A/B against the start."""
+    """Which settings to run with. A space the budget can read whole is screened whole (every
+    setting once, its leaders again in longer readings, A/Bs among the last few); a larger one
+    is searched step by step: what limits the incumbent (findings, a causal experiment when the
+    readings do not already say), the moves that relieve it and those a model of every reading
+    predicts, each adopted only when an A/B decides it faster. It ends with the winner's A/B
+    against the start."""
     from harness.tune.result import TuneOptions
 
     opts = TuneOptions(
