@@ -22,7 +22,17 @@ if TYPE_CHECKING:
     from harness.running.matrix import Overrides
 
 
-@options.command(cls=options.ProgramTail)
+EXITS = options.exit_codes(
+    """
+    0 every cell ok: no regression beyond --tolerance
+    1 a cell regressed, or a side's cell failed
+    2 bad input, an unknown revision, or a cell that cannot be time-sliced
+    3 no regression, but a cell stayed undecided at its budget (it says what budget would decide)
+    """
+)
+
+
+@options.command(cls=options.ProgramTail, epilog=EXITS)
 def ab(
     ctx: typer.Context,
     base_rev: str = typer.Argument(..., help="the base revision (commit, branch, tag: HEAD~1, origin/main)"),
@@ -31,9 +41,7 @@ def ab(
     workers: str = typer.Option(None, "--workers", help="comma list: one cell per value"),
     backend: str = typer.Option(None, "--backend", help="comma list: one cell per value"),
     set_: list[str] = options.SetOpt,
-    tolerance: str = typer.Option(
-        None, "--tolerance", help="slowdown allowed, e.g. 3% (default: docs/benchmarks.md, A/B gate)"
-    ),
+    tolerance: str = typer.Option(None, "--tolerance", help="slowdown allowed, e.g. 5% (default 3%)"),
     budget: float = typer.Option(
         None,
         "--budget",
@@ -59,7 +67,7 @@ def ab(
     progress_file: list[str] = options.ProgressFileOpt,
 ) -> int:
     """A/B two revisions on this machine, time-sliced (your program after --, run in each
-    revision's worktree): exit 0 no regression, 1 regression, 3 undecided, 2 bad input."""
+    revision's worktree): regression, ok or undecided per cell."""
     from harness.commands.sweep import build_overrides
 
     opts = build_options(tolerance=tolerance, budget=budget, confidence=confidence, slice_s=slice_s, settle=settle,
