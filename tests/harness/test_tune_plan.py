@@ -61,6 +61,15 @@ def test_a_plan_screens_whole_what_the_budget_can_read_and_says_what_a_grid_cost
     assert plan.make_plan(big, budget_s=1200, window_s=2.0, reading_s=6.0).mode == plan.STEPS
 
 
+def test_a_plan_for_steps_that_a_warm_launch_could_turn_whole_is_timed_again():
+    cold = plan.make_plan(KNOBS, budget_s=300, window_s=2.0, reading_s=8.0)  # 29 readings: 232 s of 300
+    assert cold.mode == plan.STEPS and plan.first_launch_may_decide(cold)
+    warm = plan.make_plan(KNOBS, budget_s=300, window_s=2.0, reading_s=4.0)
+    assert warm.mode == plan.WHOLE and not plan.first_launch_may_decide(warm)
+    big = [parse_knob("a=1..16"), parse_knob("b=1..16")]  # past the budget at any launch: steps as planned
+    assert not plan.first_launch_may_decide(plan.make_plan(big, budget_s=300, window_s=2.0, reading_s=4.0))
+
+
 def test_every_setting_is_read_once_in_a_seeded_order_the_start_between_them():
     state = {"order_seed": 7}
     winner, sure, reads, _ = run_halving(state)
