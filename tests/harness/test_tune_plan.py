@@ -139,6 +139,11 @@ def test_survivors_keep_at_most_one_in_four_and_prune_below_the_noise():
     assert len(halving.survivors(scores, sd=0.5)) == 5
     assert halving.survivors({"a": 1.0, "b": 0.5, "c": 0.4, "d": 0.3}, sd=0.03) == ["a", "b"]
     assert halving.noise([halving.Reading({}, 100.0, t, True) for t in range(2)]) == halving.NOISE_FLOOR
+    # two readings of the start 67 % apart: that one difference is the noise, not the floor
+    apart = halving.noise([halving.Reading({}, 57.0, 0, True), halving.Reading({}, 95.0, 30, True)])
+    assert apart == pytest.approx(math.log(95 / 57) / math.sqrt(2))
+    assert halving.survivors({"a": 7.0, "b": 3.2, "c": 2.6}, sd=apart) == ["a", "b", "c"]  # within its band
+    assert halving.band(apart) > 7.0 / 3.2
 
 
 def test_the_model_of_every_reading_predicts_a_setting_never_read():
