@@ -187,7 +187,14 @@ def test_sigterm_ends_the_program_and_still_writes_the_run(tmp_path):
     watcher = subprocess.Popen(
         command + [sys.executable, str(PROGRAMS / "busy_poll.py"), "block"], stdout=subprocess.PIPE, text=True, env=child_env()
     )
-    time.sleep(3.0)
+    # signalled once the program runs under it (a fixed 3 s came before the watcher's handler
+    # on a machine at load 6: it died of the signal before it had started anything)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(
+        "busy_poll.py" in " ".join(child.cmdline()) for child in psutil.Process(watcher.pid).children(recursive=True)
+    ):
+        time.sleep(0.2)
+    time.sleep(1.0)
     watcher.send_signal(signal.SIGTERM)
     stdout, _ = watcher.communicate(timeout=60)
     assert watcher.returncode == 0, stdout
