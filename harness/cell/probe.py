@@ -118,6 +118,11 @@ class Probe:
             self._counters[name] = self._counters.get(name, 0) + n
         self._tick()
 
+    def total(self, name: str) -> float:
+        """Counter `name` so far (0 before it counted): a counted run's marks read it."""
+        with self._lock:
+            return self._counters.get(name, 0.0)
+
     def observe(self, name: str, value: float, count: float = 1) -> None:
         """Record `count` occurrences of `value` (batch sizes, waits). Warm-up ones are dropped."""
         if self._phase == "warmup":
