@@ -15,6 +15,8 @@ of their contract, from harness.probe, the facade one floor up.
 
 from __future__ import annotations
 
+import json
+import math
 import sys
 import threading
 import time
@@ -30,6 +32,7 @@ from harness.cell.window import counter_rates, declared_rates, drift_metrics
 from harness.model.vocabulary import HEADLINE_METRIC, Rate
 
 Phase = Literal["warmup", "measure"]
+MARK_EVERY_S = 0.2  # a counted run's marks: at most this often (the run waits at each)
 Sink = Callable[[messages.Message], None]  # receives the child's channel messages
 
 
@@ -61,6 +64,7 @@ class Probe:
         steady: Steady | None = None,
         target: Target | None = None,
         target_every_s: float = DEFAULT_EVERY_S,
+        marks: str | None = None,
     ) -> None:
         if duration_s is not None and duration_s <= 0:
             raise ValueError(f"duration_s must be > 0, got {duration_s}")
@@ -110,13 +114,31 @@ class Probe:
         # before: the target was crossed in between
         self._reached: tuple[float, float, float] | None = None
         self._deadline = False  # the cell's deadline came: close the window and report (cut_short)
+        # a counted run (harness.count): each count of this counter printed on stdout as the
+        # harness's own JSON line, at most every MARK_EVERY_S, where the run's hook marks it
+        self._marks = marks
+        self._marked = (-math.inf, 0.0)  # (when, the total then)
 
     # ------------------------------------------------------------------ reporting
     def count(self, name: str, n: float = 1) -> None:
         """Add `n` to counter `name` (a plural noun: what the suite counts)."""
         with self._lock:
             self._counters[name] = self._counters.get(name, 0) + n
+        if name == self._marks:
+            self._mark(name)
         self._tick()
+
+    def _mark(self, name: str) -> None:
+        """Print the counter's progress since the last mark (a counted run's window opens and
+        closes at such a line: right after a unit, in the thread that counted it)."""
+        now = self._clock()
+        last, total = self._marked
+        if now - last < MARK_EVERY_S:
+            return
+        with self._lock:
+            current = self._counters[name]
+        print(json.dumps({"count": {name: current - total}}), flush=True)
+        self._marked = (now, current)
 
     def total(self, name: str) -> float:
         """Counter `name` so far (0 before it counted): a counted run's marks read it."""

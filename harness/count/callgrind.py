@@ -12,8 +12,8 @@ simulation (instructions only), one output file per process and dump
 
 A dump file holds the costs since the last dump: its `summary:` line (or `totals:`) is the
 process's instructions in that stretch, its `desc: Trigger:` line what asked for it
-(`Client Request: middle`), and its `fn=` blocks each function's own cost (`self_costs`),
-which the per-function diff of two sides reads.
+(`Client Request: middle`), and its `fn=` blocks each function's own cost (named with the
+shared object it is in), which the per-function diff of two sides reads.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class Dump:
     trigger: str  # what asked for it: "Client Request: middle", "Program termination", ...
     instructions: int
     command: str = ""
-    costs: dict[str, int] = field(default_factory=dict)  # function -> its own instructions (self_costs)
+    costs: dict[str, int] = field(default_factory=dict)  # "function (object)" -> its own instructions
 
 
 def dumps(out_dir: Path, with_costs: bool = False) -> list[Dump]:
@@ -88,7 +88,7 @@ def read_dump(path: Path, pid: int, part: int | None, with_costs: bool = False) 
     trigger, command_line, total = "", "", None
     costs: dict[str, int] = {}
     names: dict[str, str] = {}  # compressed names: "(12)" -> its name
-    fn = None
+    fn = ob = None
     skip_next = False  # the line after `calls=` is the call's inclusive cost, not the caller's own
     with path.open(encoding="utf-8", errors="replace") as fh:
         for line in fh:
@@ -102,7 +102,10 @@ def read_dump(path: Path, pid: int, part: int | None, with_costs: bool = False) 
                 continue
             elif line.startswith("fn="):
                 fn = _name(line[3:].strip(), names)
-            elif line.startswith(("cfn=", "cfi=", "cfl=", "cob=", "fl=", "fi=", "fe=", "ob=")):
+                fn = f"{fn} ({Path(ob).name})" if ob else fn
+            elif line.startswith("ob="):
+                ob = _name(line[3:].strip(), names)
+            elif line.startswith(("cfn=", "cfi=", "cfl=", "cob=", "fl=", "fi=", "fe=")):
                 _name(line.split("=", 1)[1].strip(), names)  # a compressed name is defined where first used
             elif line.startswith("calls="):
                 skip_next = True

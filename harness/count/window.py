@@ -5,7 +5,8 @@ The program starts with instrumentation off (harness.count.callgrind) and the ma
 on its PYTHONPATH (harness/count/hook/sitecustomize.py). Every line it writes with a digit
 in it comes over a Unix socket while the writing process waits; the line is read as the
 time A/B reads progress (harness.readers: a Feed into a quiet Probe, the headline counter's
-total after the line) and answered:
+total after the line; the harness's own JSON lines, a suite's probe's among them, applied
+as the command suite applies them) and answered:
 
     warm-up     the first `warmup_lines` lines that advanced the counter go by;
     start       at the next one (or, with a plan from an earlier run, the first at or past
@@ -50,13 +51,17 @@ import psutil
 from harness.cell.probe import Probe
 from harness.cell.processes import alive, kill_tree, tree
 from harness.count import callgrind
+from harness.program.launch import apply_line
 from harness.readers import Feed, line_readers
+from harness.readers.jsonlines import is_probe_message, parse_object
+from harness.running import interrupts
 
 HOOK_DIR = Path(__file__).resolve().parent / "hook"
 ENV_SOCKET = "HARNESS_COUNT_SOCKET"
 HASH_SEED = "0"  # PYTHONHASHSEED of every counted run, unless the user set one
 GO_ON, START, MIDDLE, END, LEAVE, DONE = b".", b"S", b"M", b"E", b"X", b"D"  # the hook's protocol
 CONTROL_TIMEOUT_S = 60.0
+UNMARKED_LINES = 20  # lines with a digit in the program's output, none through the hook: not markable
 
 
 class CountFailed(Exception):
@@ -155,13 +160,22 @@ class _Marks:
         self.started_at = 0.0
         self.half: float | None = plan.half
         self.lines_since = 0
+        self.own: str | None = None  # the counter of the harness's own JSON lines, the first they count
+        self.seen = 0  # lines the hook sent
 
     def line(self, pid: int, text: str) -> bytes:
         """The answer to one progress line of process `pid`."""
+        self.seen += 1
         if self.state == "done":
             return LEAVE
-        self.feed.line(text)
-        counter = self.feed.headline
+        message = parse_object(text)
+        if message is not None and is_probe_message(message):  # the harness's own JSON lines (a suite's probe's)
+            apply_line(self.probe, message)
+            self.own = self.own or next(iter(message.get("count", {})), None)
+            counter = self.own
+        else:
+            self.feed.line(text)
+            counter = self.feed.headline or self.own
         if counter is None:
             return GO_ON
         if self.counter is not None and counter != self.counter:
@@ -242,10 +256,13 @@ def counted_run(
         shutil.rmtree(scratch, ignore_errors=True)
         raise CountFailed(f"cannot start {argv[0]!r} under valgrind: {exc.strerror or exc}") from None
     lines: queue.Queue = queue.Queue()
-    threading.Thread(target=_pump, args=(proc.stdout, log, lines, mechanism == "outside"), daemon=True).start()
+    numbered = [0]
+    threading.Thread(
+        target=_pump, args=(proc.stdout, log, lines, mechanism == "outside", numbered), daemon=True
+    ).start()
     known: dict[int, psutil.Process] = {}
     try:
-        _serve(proc, listener, lines, marks, plan, found, known, started)
+        _serve(proc, listener, lines, marks, plan, found, known, started, numbered)
     finally:
         known.update({p.pid: p for p in tree(proc.pid)})
         kill_tree(proc.pid, known, grace_s=2.0)
@@ -270,10 +287,13 @@ def _plan_of(plan: Plan, marks: _Marks) -> Plan:
     return Plan(plan.warmup_lines, marks.totals[0], marks.half, plan.min_half_lines, plan.min_half_s, plan.timeout_s)
 
 
-def _pump(stream, log, lines: queue.Queue, forward: bool) -> None:
-    """The program's output into its log (and, read from outside, to the marks)."""
+def _pump(stream, log, lines: queue.Queue, forward: bool, numbered: list[int]) -> None:
+    """The program's output into its log (and, read from outside, to the marks);
+    `numbered[0]` counts its lines with a digit (the lines the hook should have sent)."""
     for line in iter(stream.readline, ""):
         log.write(line)
+        if any(c.isdigit() for c in line):
+            numbered[0] += 1
         if forward:
             lines.put(line.rstrip("\n"))
     log.flush()
@@ -289,6 +309,7 @@ def _serve(
     found: dict[str, str],
     known: dict[int, psutil.Process],
     started: float,
+    numbered: list[int],
 ) -> None:
     """Answer the program's lines until the window closes; CountFailed when it cannot."""
     sel = selectors.DefaultSelector()
@@ -297,6 +318,7 @@ def _serve(
     pending: dict[socket.socket, bytes] = {}
     try:
         while marks.state != "done":
+            interrupts.check()  # Ctrl-C and SIGTERM act between lines (harness.running.interrupts)
             if time.monotonic() - started > plan.timeout_s:
                 raise CountFailed(_short(marks, plan, f"did not close its window within {plan.timeout_s:g} s"))
             if listener is None:  # outside: the lines from the pipe
@@ -337,6 +359,13 @@ def _serve(
                         _carried_out(conn, answer)
             if proc.poll() is not None and marks.state != "done":
                 raise CountFailed(_short(marks, plan, f"exited (code {proc.returncode}) before its window closed"))
+            if numbered[0] >= UNMARKED_LINES and marks.seen == 0:
+                raise CountFailed(
+                    f"the program wrote {numbered[0]} lines with numbers, none of them through Python's sys.stdout or "
+                    "sys.stderr, where the counted run marks its progress (a program not in Python, or one that "
+                    "writes to its file descriptors itself): counts can be windowed in a Python program's "
+                    "progress only; measure time (--measure time)"
+                )
     finally:
         for key in list(sel.get_map().values()):
             if key.data is not None:

@@ -1,0 +1,189 @@
+"""A cell's count A/B: `runs` counted runs of each side (harness.count.window), two at a
+time (a base and a candidate together: counts do not depend on the machine's load, and the
+pair shares whatever the machine does), judged by harness.count.verdict, and for a
+regression the functions whose own instructions per unit grew most (harness.count.functions).
+
+What is counted for a cell: the user's program (the `command` suite) run directly under
+callgrind in the side's tree, its progress read from its output lines with the cell's
+--progress patterns; a suite's cell, `python -m harness.cell` under callgrind with its probe
+printing the cell's headline counter as the harness's own JSON lines (Probe `marks`), which
+the hook marks like any line. Returns data (CountAB); printing is the command's business.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.ab.revisions import Side
+from harness.ab.slicing import CHILD_DURATION_S, CHILD_WARMUP_S
+from harness.count import callgrind
+from harness.count.functions import Growth, growth, window_costs
+from harness.count.verdict import DEFAULT_COUNT_TOLERANCE, CountVerdict, judge
+from harness.count.window import Counted, CountFailed, Plan, counted_run
+from harness.errors import UserError
+from harness.model.registry import get_suite
+from harness.running.matrix import Cell
+from harness.runs.record import cell_label, explicit_params
+
+RUN_TIMEOUT_S = 600.0
+
+
+@dataclass
+class CountOptions:
+    tolerance: float = DEFAULT_COUNT_TOLERANCE
+    runs: int = 2  # counted runs per side (two: their agreement is evidence)
+    lines: int = 1  # progress lines that advanced the counter, at least, in each half
+    warmup_lines: int = 1  # such lines before the window may open
+    min_half_s: float = 2.0  # and a half lasts at least this long under valgrind
+    timeout_s: float = RUN_TIMEOUT_S
+    parallel: int = field(default_factory=lambda: max(1, min(2, len(os.sched_getaffinity(0)))))
+
+    def plan(self) -> Plan:
+        return Plan(
+            warmup_lines=self.warmup_lines, min_half_lines=self.lines, min_half_s=self.min_half_s,
+            timeout_s=self.timeout_s,
+        )  # fmt: skip
+
+
+@dataclass
+class Target:
+    """What a counted run of one side runs."""
+
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]
+    progress: str = ""
+
+
+@dataclass
+class CountAB:
+    """A cell's count A/B: every run, the verdict, where the work grew."""
+
+    cell: Cell
+    label: str
+    base: list[Counted] = field(default_factory=list)
+    candidate: list[Counted] = field(default_factory=list)
+    verdict: CountVerdict | None = None
+    growth: list[Growth] = field(default_factory=list)
+    error: str | None = None
+    failed_side: str | None = None
+    elapsed_s: float = 0.0
+
+    @property
+    def counter(self) -> str | None:
+        runs = self.base + self.candidate
+        return runs[0].counter if runs else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "counter": self.counter,
+            "verdict": self.verdict.to_json() if self.verdict else None,
+            "error": self.error,
+            "failed_side": self.failed_side,
+            "elapsed_s": self.elapsed_s,
+            "runs": {"base": [r.to_json() for r in self.base], "candidate": [r.to_json() for r in self.candidate]},
+            "growth": [g.to_json() for g in self.growth],
+        }
+
+
+def target(cell: Cell, side: Side, scratch: Path) -> Target:
+    """The counted run's command for `cell` on `side` (the module's docstring says what)."""
+    from harness.probe import SuiteError
+    from harness.program import NAME
+    from harness.program.launch import build_argv
+
+    env = {"PYTHONPATH": side.pythonpath(os.environ.get("PYTHONPATH"))}
+    if cell.suite == NAME:
+        params = get_suite(NAME).params.model_validate(cell.params)
+        if params.progress_files.strip():
+            raise UserError(
+                "--measure instructions marks the program's progress in the lines it writes; progress read from "
+                "files (--progress-file) cannot mark a window: measure time, or have the program print its progress"
+            )
+        try:
+            argv = build_argv(params)
+        except SuiteError as exc:
+            raise UserError(str(exc)) from None
+        return Target(argv, side.root, env, params.progress)
+    counter = headline_counter(cell)
+    spec = {
+        "suite": cell.suite,
+        "params": explicit_params(cell.suite, cell.params),
+        "duration": CHILD_DURATION_S,
+        "warmup": CHILD_WARMUP_S,
+        "work": None,
+        "memory_limit_mb": cell.memory_limit_mb,
+        "marks": counter,
+    }
+    argv = [sys.executable, "-m", "harness.cell", json.dumps(spec), str(scratch / "samples.jsonl")]
+    return Target(argv, side.root, env)
+
+
+def headline_counter(cell: Cell) -> str:
+    """The counter a suite's cell is counted by: its headline rate's finer counter, else its own."""
+    words = get_suite(cell.suite).words
+    if not words.rates:
+        raise UserError(f"suite {cell.suite} declares no rate: nothing to count instructions per unit of")
+    rate = words.rates[0]
+    return rate.made_of or rate.counter
+
+
+def count_cell(
+    cell: Cell,
+    base: Side,
+    cand: Side,
+    root: Path,
+    opts: CountOptions,
+    on_run: Callable[[Counted], None] | None = None,
+    found: dict[str, str] | None = None,
+) -> CountAB:
+    """Both sides' counted runs of `cell`, two at a time, and their verdict."""
+    found = found or callgrind.tools()
+    result = CountAB(cell, cell_label(cell.suite, cell.params))
+    started = time.monotonic()
+    sides = {"base": base, "candidate": cand}
+    jobs = [(name, i) for i in range(opts.runs) for name in ("base", "candidate")]
+    here = root / "count" / cell.id
+
+    def one(job: tuple[str, int]) -> tuple[str, Counted | str]:
+        name, i = job
+        out = here / f"{name}-{i + 1}"
+        out.mkdir(parents=True, exist_ok=True)
+        tgt = target(cell, sides[name], out)
+        try:
+            run = counted_run(
+                tgt.argv, tgt.cwd, out, opts.plan(), f"{name} {i + 1}", tgt.env, tgt.progress, found=found
+            )
+        except CountFailed as exc:
+            return name, f"{name} ({sides[name].describe()}): {exc}; its output: {out / 'output.log'}"
+        if on_run is not None:
+            on_run(run)
+        return name, run
+
+    with ThreadPoolExecutor(opts.parallel) as pool:
+        done = list(pool.map(one, jobs))
+    result.elapsed_s = time.monotonic() - started
+    failures = [(name, why) for name, why in done if isinstance(why, str)]
+    for name, run in done:
+        if isinstance(run, Counted):
+            (result.base if name == "base" else result.candidate).append(run)
+    if failures:
+        sides_failed = {name for name, _ in failures}
+        result.failed_side = sides_failed.pop() if len(sides_failed) == 1 else None
+        result.error = "; ".join(why for _, why in failures)
+        return result
+    result.verdict = judge(result.base, result.candidate, opts.tolerance)
+    if result.verdict.decision in ("regression", "undecided"):
+        b, c = result.base[0], result.candidate[0]
+        result.growth = growth(
+            window_costs(here / "base-1"), sum(b.units), window_costs(here / "candidate-1"), sum(c.units)
+        )
+    return result
