@@ -103,7 +103,9 @@ def gpu_use(
     on_device = (listed or nvml_pids)()
     if on_device is None:
         return GpuUse(seen, certain=False), None
-    mine = {pid: f"holds a context on a GPU (NVML); {seen.get(pid, '')}".rstrip("; ") for pid in pids if pid in on_device}
+    mine = {
+        pid: f"holds a context on a GPU (NVML); {seen.get(pid, '')}".rstrip("; ") for pid in pids if pid in on_device
+    }
     if mine:
         return GpuUse(mine, certain=True), None
     return None, (

@@ -236,7 +236,7 @@ def test_a_program_whose_lines_do_not_pass_through_python_is_not_markable(tmp_pa
     from harness.count import window
 
     monkeypatch.setattr(callgrind, "command", lambda argv, out, found: argv)  # natively: the plumbing only
-    script = "for i in $(seq 1 40); do echo \"Iteration $i\"; done; sleep 20"
+    script = 'for i in $(seq 1 40); do echo "Iteration $i"; done; sleep 20'
     with pytest.raises(window.CountFailed, match="none of them through Python's sys.stdout"):
         window.counted_run(["bash", "-c", script], tmp_path, tmp_path / "out", Plan(timeout_s=15), "base 1",
                            found={"callgrind_control": "true"})  # fmt: skip
