@@ -62,6 +62,7 @@ def ab(
     count_tolerance: str = options.CountToleranceOpt,
     count_runs: int = options.CountRunsOpt,
     count_lines: int = options.CountLinesOpt,
+    count_with: str = options.CountWithOpt,
 ) -> int:
     """A/B two revisions on this machine, time-sliced or by counted instructions (your program
     after --, run in each revision's worktree): exit 0 no regression, 1 regression, 3
@@ -71,7 +72,7 @@ def ab(
 
     opts = build_options(tolerance=tolerance, budget=budget, confidence=confidence, slice_s=slice_s, settle=settle,
                          pairs=pairs, seed=seed, warmup_pairs=warmup_pairs, min_blocks=min_blocks)  # fmt: skip
-    counting = count_options(measure, count_tolerance, count_runs, count_lines)
+    counting = count_options(measure, count_tolerance, count_runs, count_lines, count_with)
     program = options.program_of(ctx, progress, progress_file)
     cand_rev, spec_path = split_positionals(list(rest or []))
     if spec_path is None and suite is None and program is None:
@@ -217,13 +218,12 @@ def main_counted(
     """harness ab --measure instructions: the counted A/B of the cells in a run directory of
     its own (run.json, ab.json, ab.md, count/ with every counted run's dumps and output)."""
     from harness.ab.experiment import exit_code
-    from harness.commands.ab_count import counted_ab
+    from harness.commands.ab_count import counted_ab, counting_tools
     from harness.commands.ab_run import AB_JSON, AB_MD
-    from harness.count.callgrind import tools
     from harness.running import metadata
     from harness.runs.store import RunStore, utc_now
 
-    found = tools()  # a missing valgrind is bad input, said before anything is recorded
+    found = counting_tools(counting)  # a missing valgrind is bad input, said before anything is recorded
     meta = {**metadata.collect(sys.argv), "label": label or "ab", "started": utc_now(), "kind": "ab",
             "measure": "instructions", "cells": [c.to_json() for c in cells]}  # fmt: skip
     store = RunStore.create(out, f"ab-{label}" if label else "ab", meta)

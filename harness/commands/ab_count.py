@@ -15,7 +15,7 @@ from typing import Any
 from harness.ab.experiment import ABOptions, CellAB, exit_code
 from harness.ab.revisions import Side, equal_sides, repo_root
 from harness.commands.ab_run import AB_JSON, AB_MD, check_sliceable, side_facts
-from harness.count import callgrind
+from harness.count import callgrind, hardware
 from harness.count.cells import CountedCell, run_counted
 from harness.count.experiment import CountOptions
 from harness.count.window import Counted
@@ -28,21 +28,36 @@ from harness.runs.files import write_atomic, write_json_atomic
 from harness.runs.store import utc_now
 
 MEASURES = ("time", "instructions")
+TOOLS = ("callgrind", "perf")
 
 
-def count_options(measure: str, tolerance: str, runs: int, lines: int) -> CountOptions | None:
+def counting_tools(opts: CountOptions) -> dict[str, str]:
+    """What the count needs, checked before anything runs or is recorded (a UserError, exit 2,
+    naming what is missing): valgrind's tools, or this machine's hardware counters."""
+    if opts.tool == "callgrind":
+        return callgrind.tools()
+    told = hardware.available()
+    if not told.usable:
+        raise UserError(f"--count-with perf: this machine has no hardware instruction counters ({told.said}); "
+                        "count with callgrind (--count-with callgrind, the default)")  # fmt: skip
+    return {}
+
+
+def count_options(measure: str, tolerance: str, runs: int, lines: int, tool: str = "callgrind") -> CountOptions | None:
     """The counted A/B's options from the command line (None: --measure time), each checked."""
     from harness.analysis.gating import parse_tolerance
 
     if measure not in MEASURES:
         raise UserError(f"--measure {measure!r}: one of {', '.join(MEASURES)}")
+    if tool not in TOOLS:
+        raise UserError(f"--count-with {tool!r}: one of {', '.join(TOOLS)}")
     if measure == "time":
         return None
     if not 2 <= runs <= 10:
         raise UserError(f"--count-runs {runs}: 2 to 10 counted runs per side (their agreement is evidence; default 2)")
     if not 1 <= lines <= 1000:
         raise UserError(f"--count-lines {lines}: 1 to 1000 progress lines per half of the window (default 1)")
-    opts = CountOptions(tolerance=parse_tolerance(tolerance), runs=runs, lines=lines)
+    opts = CountOptions(tolerance=parse_tolerance(tolerance), runs=runs, lines=lines, tool=tool)
     if not 0 < opts.tolerance < 0.5 or not math.isfinite(opts.tolerance):
         raise UserError(f"--count-tolerance {tolerance}: more than 0 and less than 50 % (default 0.5%)")
     return opts
@@ -77,7 +92,7 @@ def counted_ab(
     """Every cell's counted A/B in `root` (ab.json, ab.md); the results and the two sides.
     `found`: valgrind's tools (callgrind.tools(), which the caller asks before it records
     anything: a missing valgrind is bad input, exit 2)."""
-    found = found or callgrind.tools()
+    found = found if found is not None else counting_tools(opts)
     refused = check_sliceable(cells)
     if refused:
         lines = "; ".join(f"{c.suite} {c.id}: {why}" for c, why in refused)

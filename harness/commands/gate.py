@@ -67,19 +67,20 @@ def gate(
     count_tolerance: str = options.CountToleranceOpt,
     count_runs: int = options.CountRunsOpt,
     count_lines: int = options.CountLinesOpt,
+    count_with: str = options.CountWithOpt,
 ) -> int:
     """Gate a run: exit 1 on a regression or a missing cell, 3 when an A/B stayed undecided, 0 on pass, 2 on bad input."""
     from harness.analysis.gating import DEFAULT_TOLERANCE, GateOptions, parse_metrics, parse_tolerance
     from harness.commands.ab import build_options
     from harness.commands.ab_count import count_options
 
-    counting = count_options(measure, count_tolerance, count_runs, count_lines)
+    counting = count_options(measure, count_tolerance, count_runs, count_lines, count_with)
     if counting is not None and against is None:
         raise UserError("--measure instructions decides an A/B: give --against REV")
     if counting is not None:
-        from harness.count.callgrind import tools
+        from harness.commands.ab_count import counting_tools
 
-        tools()  # a missing valgrind is bad input, said before anything runs
+        counting_tools(counting)  # a missing valgrind is bad input, said before anything runs
     ab_opts = build_options(tolerance=None, budget=budget, confidence=confidence, slice_s=slice_s, settle=None,
                             pairs=pairs, seed=seed, warmup_pairs=warmup_pairs, min_blocks=min_blocks)  # fmt: skip
     if baseline is None and against is None:

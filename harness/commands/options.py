@@ -166,3 +166,9 @@ CountRunsOpt = typer.Option(2, "--count-runs", help="with --measure instructions
 CountLinesOpt = typer.Option(
     1, "--count-lines", help="with --measure instructions: progress lines (at least) in each half of the window"
 )
+CountWithOpt = typer.Option(
+    "callgrind",
+    "--count-with",
+    help="with --measure instructions: callgrind (valgrind, any x86-64 Linux) or perf (hardware counters, "
+    "natively, where the machine has them: harness doctor says)",
+)

@@ -45,6 +45,7 @@ class CountOptions:
     min_half_s: float = 2.0  # and a half lasts at least this long under valgrind
     timeout_s: float = RUN_TIMEOUT_S
     parallel: int = field(default_factory=lambda: max(1, min(2, len(os.sched_getaffinity(0)))))
+    tool: str = "callgrind"  # or "perf": hardware counters, natively (harness.count.hardware)
 
     def plan(self) -> Plan:
         return Plan(
@@ -146,7 +147,8 @@ def count_cell(
     found: dict[str, str] | None = None,
 ) -> CountAB:
     """Both sides' counted runs of `cell`, two at a time, and their verdict."""
-    found = found or callgrind.tools()
+    if opts.tool == "callgrind":
+        found = found or callgrind.tools()
     result = CountAB(cell, cell_label(cell.suite, cell.params))
     started = time.monotonic()
     sides = {"base": base, "candidate": cand}
@@ -160,8 +162,9 @@ def count_cell(
         tgt = target(cell, sides[name], out)
         try:
             run = counted_run(
-                tgt.argv, tgt.cwd, out, opts.plan(), f"{name} {i + 1}", tgt.env, tgt.progress, found=found
-            )
+                tgt.argv, tgt.cwd, out, opts.plan(), f"{name} {i + 1}", tgt.env, tgt.progress, found=found,
+                tool=opts.tool,
+            )  # fmt: skip
         except CountFailed as exc:
             return name, f"{name} ({sides[name].describe()}): {exc}; its output: {out / 'output.log'}"
         if on_run is not None:
@@ -181,7 +184,7 @@ def count_cell(
         result.error = "; ".join(why for _, why in failures)
         return result
     result.verdict = judge(result.base, result.candidate, opts.tolerance)
-    if result.verdict.decision in ("regression", "undecided"):
+    if result.verdict.decision in ("regression", "undecided") and opts.tool == "callgrind":  # dumps: callgrind's
         b, c = result.base[0], result.candidate[0]
         result.growth = growth(
             window_costs(here / "base-1"), sum(b.units), window_costs(here / "candidate-1"), sum(c.units)

@@ -34,6 +34,7 @@ callgrind_control; kept for benchmarks/count_windows.py, which measures both.
 from __future__ import annotations
 
 import os
+import platform
 import queue
 import selectors
 import shutil
@@ -42,6 +43,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +52,7 @@ import psutil
 
 from harness.cell.probe import Probe
 from harness.cell.processes import alive, kill_tree, tree
-from harness.count import callgrind
+from harness.count import callgrind, hardware
 from harness.program.launch import apply_line
 from harness.readers import Feed, line_readers
 from harness.readers.jsonlines import is_probe_message, parse_object
@@ -108,6 +110,7 @@ class Counted:
     plan: Plan
     mechanism: str = "inside"
     notes: list[str] = field(default_factory=list)
+    tool: str = "callgrind"  # what counted: callgrind, or "perf" (hardware counters: harness.count.hardware)
 
     @property
     def halves(self) -> tuple[int, int]:
@@ -133,6 +136,7 @@ class Counted:
             "wall_s": self.wall_s,
             "plan": self.plan.to_json(),
             "mechanism": self.mechanism,
+            "tool": self.tool,
             "processes": [p.to_json() for p in self.processes],
             "notes": self.notes,
         }
@@ -226,10 +230,17 @@ def counted_run(
     progress: str = "",
     mechanism: str = "inside",
     found: dict[str, str] | None = None,
+    tool: str = "callgrind",
+    event: tuple[int, int] | None = None,
 ) -> Counted:
-    """Run `argv` in `cwd` under callgrind until its window closes; its counts. `out_dir`
-    receives the dumps and the program's output (output.log)."""
-    found = found or callgrind.tools()
+    """Run `argv` in `cwd` until its window closes; its counts. `out_dir` receives the dumps
+    and the program's output (output.log). `tool`: "callgrind" (the program under
+    valgrind), or "perf" (natively, hardware counters opened on its processes at the marks:
+    harness.count.hardware; `event` another event to count, for tests)."""
+    if tool == "perf":
+        found = found or {"setarch": shutil.which("setarch") or ""}
+    else:
+        found = found or callgrind.tools()
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in out_dir.glob("cg.*"):
         old.unlink()
@@ -246,23 +257,36 @@ def counted_run(
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOK_DIR), env.get("PYTHONPATH")) if p)
     log = (out_dir / "output.log").open("w", encoding="utf-8", errors="replace")
     started = time.monotonic()
+    command = hardware_command(argv, found) if tool == "perf" else callgrind.command(argv, out_dir, found)
     try:
         proc = subprocess.Popen(
-            callgrind.command(argv, out_dir, found), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True,
         )  # fmt: skip
     except OSError as exc:
         log.close()
         shutil.rmtree(scratch, ignore_errors=True)
-        raise CountFailed(f"cannot start {argv[0]!r} under valgrind: {exc.strerror or exc}") from None
+        raise CountFailed(f"cannot start {argv[0]!r} to count it: {exc.strerror or exc}") from None
     lines: queue.Queue = queue.Queue()
     numbered = [0]
     threading.Thread(
         target=_pump, args=(proc.stdout, log, lines, mechanism == "outside", numbered), daemon=True
     ).start()
     known: dict[int, psutil.Process] = {}
+    counters = hardware.Counters(event or hardware.INSTRUCTIONS) if tool == "perf" else None
+
+    def act(answer: bytes, marker: int | None) -> None:
+        """A mark in the processes the hook does not count: all of them with hardware counters."""
+        known.update({p.pid: p for p in tree(proc.pid)})
+        if counters is None:
+            _control(found, answer, _counted_pids(known, marker))
+        elif answer == START:
+            counters.start([p.pid for p in alive(known)])
+        else:
+            counters.read()
+
     try:
-        _serve(proc, listener, lines, marks, plan, found, known, started, numbered)
+        _serve(proc, listener, lines, marks, plan, act, started, numbered)
     finally:
         known.update({p.pid: p for p in tree(proc.pid)})
         kill_tree(proc.pid, known, grace_s=2.0)
@@ -273,13 +297,40 @@ def counted_run(
             listener.close()
         log.close()
         shutil.rmtree(scratch, ignore_errors=True)
+        if counters is not None:
+            counters.close()
     wall = time.monotonic() - started
-    counts = _counts(out_dir, marks.marker if mechanism == "inside" else None)
+    marker = marks.marker if mechanism == "inside" else None
+    if counters is not None:
+        counts = _hardware_counts(counters, known, marker)
+    else:
+        counts = _counts(out_dir, marker)
     units = (marks.totals[1] - marks.totals[0], marks.totals[2] - marks.totals[1])
     result = Counted(label, marks.counter or "", units, counts, wall, _plan_of(plan, marks), mechanism)
+    result.tool = tool
     if not any(p.marked for p in counts) and mechanism == "inside":
-        result.notes.append("the process that wrote the marks left no dump of the window")
+        result.notes.append("the process that wrote the marks left no count of the window")
     return result
+
+
+def hardware_command(argv: list[str], found: dict[str, str]) -> list[str]:
+    """The program run natively, ASLR off where setarch is there (as under callgrind)."""
+    return [found["setarch"], platform.machine(), "-R", *argv] if found.get("setarch") else list(argv)
+
+
+def _hardware_counts(
+    counters: hardware.Counters, known: dict[int, psutil.Process], marker: int | None
+) -> list[ProcessCount]:
+    out = []
+    for pid in sorted(counters.readings):
+        try:
+            command = " ".join(known[pid].cmdline()) if pid in known else str(pid)
+        except psutil.Error:
+            command = str(pid)
+        out.append(ProcessCount(pid, command, counters.halves(pid), pid == marker, "counted at both marks"))
+    for pid, why in sorted(counters.failed.items()):
+        out.append(ProcessCount(pid, str(pid), (0, 0), pid == marker, f"counted nothing: {why}"))
+    return out
 
 
 def _plan_of(plan: Plan, marks: _Marks) -> Plan:
@@ -306,8 +357,7 @@ def _serve(
     lines: queue.Queue,
     marks: _Marks,
     plan: Plan,
-    found: dict[str, str],
-    known: dict[int, psutil.Process],
+    act: Callable[[bytes, int | None], None],
     started: float,
     numbered: list[int],
 ) -> None:
@@ -331,8 +381,7 @@ def _serve(
                 if line:
                     answer = marks.line(proc.pid, line)
                     if answer in (START, MIDDLE, END):
-                        known.update({p.pid: p for p in tree(proc.pid)})
-                        _control(found, answer, _counted_pids(known, None))
+                        act(answer, None)
                 continue
             for key, _ in sel.select(timeout=0.05):
                 if key.data is None:
@@ -352,8 +401,7 @@ def _serve(
                     pid = int(pid_text) if pid_text.isdigit() else 0
                     answer = marks.line(pid, text)
                     if answer in (START, MIDDLE, END):  # the others while the marking process waits
-                        known.update({p.pid: p for p in tree(proc.pid)})
-                        _control(found, answer, _counted_pids(known, pid))
+                        act(answer, pid)
                     conn.sendall(answer)
                     if answer in (START, MIDDLE, END):
                         _carried_out(conn, answer)

@@ -240,3 +240,48 @@ def test_a_program_whose_lines_do_not_pass_through_python_is_not_markable(tmp_pa
     with pytest.raises(window.CountFailed, match="none of them through Python's sys.stdout"):
         window.counted_run(["bash", "-c", script], tmp_path, tmp_path / "out", Plan(timeout_s=15), "base 1",
                            found={"callgrind_control": "true"})  # fmt: skip
+
+
+STEADY = textwrap.dedent(
+    """
+    n = 0
+    while True:
+        x = 0
+        for i in range(20000):
+            x += i * i
+        n += 1
+        if n % 5 == 0:
+            print(f"Iteration {n}", flush=True)
+    """
+)
+
+
+def test_hardware_counters_are_opened_on_the_programs_processes_at_the_marks(tmp_path):
+    """The fast path's plumbing, with the software task clock standing in for the hardware
+    instructions event, which no machine of this project has (harness.count.hardware)."""
+    from harness.count import hardware, window
+
+    (tmp_path / "prog.py").write_text(STEADY)
+    stand_in = (hardware.PERF_TYPE_SOFTWARE, hardware.PERF_COUNT_SW_TASK_CLOCK)
+    if not hardware.available(stand_in).usable:
+        pytest.skip("perf_event_open is not allowed here")
+    run = window.counted_run([sys.executable, "prog.py"], tmp_path, tmp_path / "out", Plan(min_half_s=0.0), "base 1",
+                             tool="perf", event=stand_in)  # fmt: skip
+    assert run.tool == "perf" and run.units == (5, 5)
+    (marked,) = [p for p in run.processes if p.marked]
+    assert marked.halves[0] > 0 and marked.halves[1] > 0  # nanoseconds of its task clock in each half
+
+
+def test_doctor_says_whether_this_machine_counts_instructions_in_hardware():
+    from harness.count import hardware
+
+    told = hardware.available()
+    assert told.said.startswith("none: perf_event_open(instructions) failed") or told.usable
+
+
+def test_the_fast_path_is_refused_where_there_are_no_hardware_counters(cli, monkeypatch, tmp_path):
+    from harness.count import hardware
+
+    monkeypatch.setattr(hardware, "available", lambda: hardware.Availability(False, "none: a VM"))
+    result = cli("ab", "HEAD", "--measure", "instructions", "--count-with", "perf", "--", "python", "train.py")
+    assert result.exit_code == 2 and "no hardware instruction counters (none: a VM)" in result.output
