@@ -78,7 +78,7 @@ def main() -> None:
             halves = [abs(r["halves_per_unit"][1] / r["halves_per_unit"][0] - 1) for r in ok]
             walls = np.array([r["wall_s"] for r in ok])
             procs = sorted({sum(1 for p in r["processes"] if sum(p["halves"])) for r in ok})
-            print(f"  {np.median(per):,.0f} instructions per unit of {ok[0]['counter']} over {ok[0]['units']} units; "
+            print(f"  {np.median(per):,.0f} instructions per unit of {ok[0]['counter']} over {ok[0]['window_units']} units; "
                   f"A/A spread {per.max() / per.min() - 1:.2e}; largest halves' gap {max(halves):.2e}; "
                   f"processes counting {procs}; wall {np.median(walls):.0f} s [{walls.min():.0f}, {walls.max():.0f}]")  # fmt: skip
 

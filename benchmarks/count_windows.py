@@ -74,7 +74,7 @@ def main() -> None:
         print(f"{mechanism}: {len(mine)} runs, {len(failed)} failed")
         for r in mine:
             print(f"  {r['per_unit']:,.1f} instructions/unit, halves {r['halves_per_unit'][0]:,.1f} / "
-                  f"{r['halves_per_unit'][1]:,.1f}, units {r['units']}, {r['wall_s']:.0f} s")  # fmt: skip
+                  f"{r['halves_per_unit'][1]:,.1f}, units {r['window_units']}, {r['wall_s']:.0f} s")  # fmt: skip
         if len(per_unit) >= 2:
             print(f"  spread of runs (max/min - 1): {max(per_unit) / min(per_unit) - 1:.2e}; "
                   f"largest halves' disagreement: {max(halves):.2e}")  # fmt: skip

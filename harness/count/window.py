@@ -129,7 +129,7 @@ class Counted:
         return {
             "label": self.label,
             "counter": self.counter,
-            "units": list(self.units),
+            "window_units": list(self.units),
             "instructions": list(self.halves),
             "per_unit": self.per_unit,
             "halves_per_unit": list(self.halves_per_unit),
