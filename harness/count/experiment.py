@@ -7,7 +7,8 @@ What is counted for a cell: the user's program (the `command` suite) run directl
 callgrind in the side's tree, its progress read from its output lines with the cell's
 --progress patterns; a suite's cell, `python -m harness.cell` under callgrind with its probe
 printing the cell's headline counter as the harness's own JSON lines (Probe `marks`), which
-the hook marks like any line. Returns data (CountAB); printing is the command's business.
+the hook marks like any line: the running harness's cell and probe, each side's own suite
+(this_harness). Returns data (CountAB); printing is the command's business.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from harness.ab.revisions import Side
 from harness.ab.slicing import CHILD_DURATION_S, CHILD_WARMUP_S
+from harness.cell.processes import PACKAGE_ROOT
 from harness.count import callgrind
 from harness.count.functions import Growth, growth, window_costs
 from harness.count.verdict import DEFAULT_COUNT_TOLERANCE, CountVerdict, judge
@@ -125,7 +127,24 @@ def target(cell: Cell, side: Side, scratch: Path) -> Target:
         "marks": counter,
     }
     argv = [sys.executable, "-m", "harness.cell", json.dumps(spec), str(scratch / "samples.jsonl")]
+    env["PYTHONPATH"] = os.pathsep.join([str(this_harness(scratch.parent)), env["PYTHONPATH"]])
     return Target(argv, side.root, env)
+
+
+def this_harness(where: Path) -> Path:
+    """A directory holding only `harness`, a link to the running harness's package, put first
+    on a suite cell's PYTHONPATH: both sides' cells then run this harness's cell, probe and
+    marks (a base revision from before counting could not mark), and each side's own suites
+    (they come from its tree, next on the path). One directory for both sides: the paths the
+    two count through have the same length."""
+    folder = where / "harness-here"
+    link = folder / "harness"
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        link.symlink_to(Path(PACKAGE_ROOT) / "harness", target_is_directory=True)
+    except FileExistsError:  # the other side's run, started at the same time, made it
+        pass
+    return folder
 
 
 def headline_counter(cell: Cell) -> str:

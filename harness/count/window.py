@@ -157,7 +157,7 @@ class _Marks:
         self.feed = Feed(self.probe, lines, clock=self.probe.now)
         self.state = "warm-up"
         self.advancing = 0
-        self.last = 0.0
+        self.last: dict[str, float] = {}  # each counter's total at its last line
         self.counter: str | None = None
         self.totals: list[float] = []  # at the start, the middle, the end
         self.marker: int | None = None
@@ -188,8 +188,8 @@ class _Marks:
                 "name the one to count with --progress NAME=REGEX"
             )
         total = self.probe.total(counter)
-        advanced = total > self.last
-        self.last = max(self.last, total)
+        advanced = total > self.last.get(counter, 0.0)  # a finer counter may take the headline in the warm-up
+        self.last[counter] = max(self.last.get(counter, 0.0), total)
         if not advanced:
             return GO_ON
         now = time.monotonic()
