@@ -265,13 +265,14 @@ def counted_run(
         )  # fmt: skip
     except OSError as exc:
         log.close()
+        if listener is not None:
+            listener.close()
         shutil.rmtree(scratch, ignore_errors=True)
         raise CountFailed(f"cannot start {argv[0]!r} to count it: {exc.strerror or exc}") from None
     lines: queue.Queue = queue.Queue()
     numbered = [0]
-    threading.Thread(
-        target=_pump, args=(proc.stdout, log, lines, mechanism == "outside", numbered), daemon=True
-    ).start()
+    pump = threading.Thread(target=_pump, args=(proc.stdout, log, lines, mechanism == "outside", numbered), daemon=True)
+    pump.start()
     known: dict[int, psutil.Process] = {}
     counters = hardware.Counters(event or hardware.INSTRUCTIONS) if tool == "perf" else None
 
@@ -293,9 +294,9 @@ def counted_run(
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+        pump.join(timeout=10)  # the pipe's end: the pump closes the log (a child still holding it: not waited for)
         if listener is not None:
             listener.close()
-        log.close()
         shutil.rmtree(scratch, ignore_errors=True)
         if counters is not None:
             counters.close()
@@ -341,13 +342,13 @@ def _plan_of(plan: Plan, marks: _Marks) -> Plan:
 def _pump(stream, log, lines: queue.Queue, forward: bool, numbered: list[int]) -> None:
     """The program's output into its log (and, read from outside, to the marks);
     `numbered[0]` counts its lines with a digit (the lines the hook should have sent)."""
-    for line in iter(stream.readline, ""):
-        log.write(line)
-        if any(c.isdigit() for c in line):
-            numbered[0] += 1
-        if forward:
-            lines.put(line.rstrip("\n"))
-    log.flush()
+    with log:
+        for line in iter(stream.readline, ""):
+            log.write(line)
+            if any(c.isdigit() for c in line):
+                numbered[0] += 1
+            if forward:
+                lines.put(line.rstrip("\n"))
     lines.put(None)
 
 

@@ -113,5 +113,5 @@ def test_ab_by_counts_calls_5_percent_more_work_a_regression_and_says_where(cli,
     monkeypatch.chdir(repo)
     result = cli("ab", "HEAD", "--measure", "instructions", "--out", tmp_path / "out", "--", sys.executable, "prog.py")
     assert result.exit_code == 1, result.output
-    assert "regression: counted work: instructions per unit candidate/base 1.04" in result.output
+    assert "regression: counted work: instructions per unit candidate/base 1.05" in result.output
     assert "where counted work grew" in result.output and "uncommitted changes" in result.output

@@ -104,6 +104,6 @@ def test_causal_refuses_a_program_that_uses_a_gpu(cli, repo, tmp_path):
 
 @pytest.mark.slow
 def test_tune_refuses_a_program_that_uses_a_gpu(cli, repo, tmp_path):
-    result = cli("tune", "--knob", "workers=1,2", "--budget", "120", "--out", tmp_path / "out", "--", sys.executable,
+    result = cli("tune", "--knob", "workers=1,2", "--budget", "400", "--out", tmp_path / "out", "--", sys.executable,
                  "gpu_prog.py", "--workers", "{workers}")  # fmt: skip
     assert result.exit_code == 2 and "uses a GPU" in result.output
