@@ -1,7 +1,7 @@
 """Which suites' cells count repeatably?  A/A counted runs of each cell, and what a counted run costs.
 
-For each cell (a suite and its params, as a sweep spec names them) the same revision is
-counted `--runs` times (harness.count.window through harness.count.experiment's target: the
+For each cell (a suite and its params, as a sweep spec names them) the window is placed by
+a native pilot (harness.count.experiment.pilot), then the same revision is counted `--runs` times (harness.count.window through harness.count.experiment's target: the
 suite's cell under callgrind, its probe printing its headline counter), `--parallel` at a
 time. Printed per cell: instructions per unit of each run, the A/A spread (max/min - 1), the
 largest disagreement of a run's two halves, the processes that counted, and the wall time of
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.ab.revisions import WORKING_TREE, Side
-from harness.count.experiment import CountOptions, target
+from harness.count.experiment import CountOptions, pilot, target
 from harness.count.window import CountFailed, counted_run
 from harness.running.matrix import Overrides, Spec, apply_overrides, expand
 
@@ -53,13 +53,14 @@ def main() -> None:
     found: dict = {"cells": []}
     for text in args.cells:
         cell = cell_of(text)
+        plan = pilot(cell, side, scratch / cell.id, opts)  # the window every run counts, placed natively
 
-        def one(i: int, cell=cell) -> dict:
-            out = scratch / f"{cell.id}-{i}"
+        def one(i: int, cell=cell, plan=plan) -> dict:
+            out = scratch / cell.id / f"run-{i}"
             out.mkdir(parents=True, exist_ok=True)
             tgt = target(cell, side, out)
             try:
-                run = counted_run(tgt.argv, tgt.cwd, out, opts.plan(), f"run {i + 1}", tgt.env, tgt.progress)
+                run = counted_run(tgt.argv, tgt.cwd, out, plan, f"run {i + 1}", tgt.env, tgt.progress)
             except CountFailed as exc:
                 return {"error": str(exc)}
             return run.to_json()

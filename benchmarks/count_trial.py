@@ -168,6 +168,9 @@ def main() -> None:
         sleep_s, calibration = calibrate(root, args.calibrate) if "sleep" in args.arms else (0.0, {})
     else:
         sleep_s, calibration = args.sleep, {"sleep_s": args.sleep}
+    print(f"sleep per iteration: {sleep_s * 1e3:.3f} ms; calibration: {calibration}", flush=True)
+    if args.rounds == 0:
+        return
     repo, commits = make_repo(root, sleep_s)
     arms = args.arms.split(",")
     runs = []

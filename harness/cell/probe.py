@@ -16,7 +16,6 @@ of their contract, from harness.probe, the facade one floor up.
 from __future__ import annotations
 
 import json
-import math
 import sys
 import threading
 import time
@@ -32,7 +31,6 @@ from harness.cell.window import counter_rates, declared_rates, drift_metrics
 from harness.model.vocabulary import HEADLINE_METRIC, Rate
 
 Phase = Literal["warmup", "measure"]
-MARK_EVERY_S = 0.2  # a counted run's marks: at most this often (the run waits at each)
 Sink = Callable[[messages.Message], None]  # receives the child's channel messages
 
 
@@ -115,9 +113,9 @@ class Probe:
         self._reached: tuple[float, float, float] | None = None
         self._deadline = False  # the cell's deadline came: close the window and report (cut_short)
         # a counted run (harness.count): each count of this counter printed on stdout as the
-        # harness's own JSON line, at most every MARK_EVERY_S, where the run's hook marks it
+        # harness's own JSON line, where the run's hook marks it. Every count, not every so
+        # many seconds: a window then opens and closes at the same unit in every run
         self._marks = marks
-        self._marked = (-math.inf, 0.0)  # (when, the total then)
 
     # ------------------------------------------------------------------ reporting
     def count(self, name: str, n: float = 1) -> None:
@@ -125,20 +123,13 @@ class Probe:
         with self._lock:
             self._counters[name] = self._counters.get(name, 0) + n
         if name == self._marks:
-            self._mark(name)
+            self._mark(name, n)
         self._tick()
 
-    def _mark(self, name: str) -> None:
-        """Print the counter's progress since the last mark (a counted run's window opens and
-        closes at such a line: right after a unit, in the thread that counted it)."""
-        now = self._clock()
-        last, total = self._marked
-        if now - last < MARK_EVERY_S:
-            return
-        with self._lock:
-            current = self._counters[name]
-        print(json.dumps({"count": {name: current - total}}), flush=True)
-        self._marked = (now, current)
+    def _mark(self, name: str, n: float) -> None:
+        """Print this count (a counted run's window opens and closes at such a line: right
+        after a unit, in the thread that counted it)."""
+        print(json.dumps({"count": {name: n}}), flush=True)
 
     def total(self, name: str) -> float:
         """Counter `name` so far (0 before it counted): a counted run's marks read it."""

@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,9 @@ class CountOptions:
     runs: int = 2  # counted runs per side (two: their agreement is evidence)
     lines: int = 1  # progress lines that advanced the counter, at least, in each half
     warmup_lines: int = 1  # such lines before the window may open
-    min_half_s: float = 2.0  # and a half lasts at least this long under valgrind
+    # and a half lasts at least this long in the native pilot that places the window (50-100x
+    # that under callgrind): the window's units are then the same in every run of both sides
+    min_half_s: float = 0.02
     timeout_s: float = RUN_TIMEOUT_S
     parallel: int = field(default_factory=lambda: max(1, min(2, len(os.sched_getaffinity(0)))))
     tool: str = "callgrind"  # or "perf": hardware counters, natively (harness.count.hardware)
@@ -79,6 +81,7 @@ class CountAB:
     error: str | None = None
     failed_side: str | None = None
     elapsed_s: float = 0.0
+    plan: Plan | None = None  # the window every run counted (the native pilot's)
 
     @property
     def counter(self) -> str | None:
@@ -92,6 +95,7 @@ class CountAB:
             "error": self.error,
             "failed_side": self.failed_side,
             "elapsed_s": self.elapsed_s,
+            "plan": self.plan.to_json() if self.plan else None,
             "runs": {"base": [r.to_json() for r in self.base], "candidate": [r.to_json() for r in self.candidate]},
             "growth": [g.to_json() for g in self.growth],
         }
@@ -156,6 +160,18 @@ def headline_counter(cell: Cell) -> str:
     return rate.made_of or rate.counter
 
 
+def pilot(cell: Cell, side: Side, here: Path, opts: CountOptions) -> Plan:
+    """Where every counted run's window lies, in the program's units: the base run natively
+    (no valgrind), its window placed by the options' lines and seconds. Placed in each run
+    by time instead, the windows of a program whose units differ (a solver's sampled
+    iterations) held different units, and two runs of one revision differed by 0.7 %."""
+    out = here / "pilot"
+    out.mkdir(parents=True, exist_ok=True)
+    tgt = target(cell, side, out)
+    run = counted_run(tgt.argv, tgt.cwd, out, opts.plan(), "pilot", tgt.env, tgt.progress, tool="none")
+    return replace(run.plan, timeout_s=opts.timeout_s)
+
+
 def count_cell(
     cell: Cell,
     base: Side,
@@ -181,8 +197,8 @@ def count_cell(
         tgt = target(cell, sides[name], out)
         try:
             run = counted_run(
-                tgt.argv, tgt.cwd, out, opts.plan(), f"{name} {i + 1}", tgt.env, tgt.progress, found=found,
-                tool=opts.tool,
+                tgt.argv, tgt.cwd, out, result.plan or opts.plan(), f"{name} {i + 1}", tgt.env, tgt.progress,
+                found=found, tool=opts.tool,
             )  # fmt: skip
         except CountFailed as exc:
             return name, f"{name} ({sides[name].describe()}): {exc}; its output: {out / 'output.log'}"
@@ -190,6 +206,13 @@ def count_cell(
             on_run(run)
         return name, run
 
+    try:
+        plan = pilot(cell, base, here, opts)
+    except CountFailed as exc:
+        result.elapsed_s = time.monotonic() - started
+        result.error, result.failed_side = f"base ({base.describe()}), its native pilot: {exc}", "base"
+        return result
+    result.plan = plan
     with ThreadPoolExecutor(opts.parallel) as pool:
         done = list(pool.map(one, jobs))
     result.elapsed_s = time.monotonic() - started

@@ -119,11 +119,11 @@ class Counted:
     @property
     def per_unit(self) -> float:
         """Instructions per unit over the whole window, every process summed: the estimand."""
-        return sum(self.halves) / sum(self.units)
+        return sum(self.halves) / sum(self.units) if sum(self.units) else 0.0
 
     @property
     def halves_per_unit(self) -> tuple[float, float]:
-        return (self.halves[0] / self.units[0], self.halves[1] / self.units[1])
+        return (self.halves[0] / max(self.units[0], 1e-9), self.halves[1] / max(self.units[1], 1e-9))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -235,9 +235,10 @@ def counted_run(
 ) -> Counted:
     """Run `argv` in `cwd` until its window closes; its counts. `out_dir` receives the dumps
     and the program's output (output.log). `tool`: "callgrind" (the program under
-    valgrind), or "perf" (natively, hardware counters opened on its processes at the marks:
-    harness.count.hardware; `event` another event to count, for tests)."""
-    if tool == "perf":
+    valgrind), "perf" (natively, hardware counters opened on its processes at the marks:
+    harness.count.hardware; `event` another event to count, for tests), or "none" (natively,
+    nothing counted: a pilot that finds where the window lies, its plan)."""
+    if tool in ("perf", "none"):
         found = found or {"setarch": shutil.which("setarch") or ""}
     else:
         found = found or callgrind.tools()
@@ -257,7 +258,7 @@ def counted_run(
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOK_DIR), env.get("PYTHONPATH")) if p)
     log = (out_dir / "output.log").open("w", encoding="utf-8", errors="replace")
     started = time.monotonic()
-    command = hardware_command(argv, found) if tool == "perf" else callgrind.command(argv, out_dir, found)
+    command = callgrind.command(argv, out_dir, found) if tool == "callgrind" else native_command(argv, found)
     try:
         proc = subprocess.Popen(
             command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -279,6 +280,8 @@ def counted_run(
     def act(answer: bytes, marker: int | None) -> None:
         """A mark in the processes the hook does not count: all of them with hardware counters."""
         known.update({p.pid: p for p in tree(proc.pid)})
+        if tool == "none":
+            return
         if counters is None:
             _control(found, answer, _counted_pids(known, marker))
         elif answer == START:
@@ -305,7 +308,7 @@ def counted_run(
     if counters is not None:
         counts = _hardware_counts(counters, known, marker)
     else:
-        counts = _counts(out_dir, marker)
+        counts = _counts(out_dir, marker) if tool == "callgrind" else []
     units = (marks.totals[1] - marks.totals[0], marks.totals[2] - marks.totals[1])
     result = Counted(label, marks.counter or "", units, counts, wall, _plan_of(plan, marks), mechanism)
     result.tool = tool
@@ -314,7 +317,7 @@ def counted_run(
     return result
 
 
-def hardware_command(argv: list[str], found: dict[str, str]) -> list[str]:
+def native_command(argv: list[str], found: dict[str, str]) -> list[str]:
     """The program run natively, ASLR off where setarch is there (as under callgrind)."""
     return [found["setarch"], platform.machine(), "-R", *argv] if found.get("setarch") else list(argv)
 
