@@ -2,10 +2,13 @@
 
 Each side ran `runs` counted runs (harness.count.window). A count is believed when
 
-- its window's two halves agree: instructions per unit in the second half within
-  HALVES_SHARE x the tolerance of the first's. A program whose work per unit drifts, that
-  spin-waits or polls (its instructions follow the time it waits) or does work on a timer
-  fails this: "not decidable by counts";
+- the window's two halves agree: the candidate's instructions per unit over the base's in
+  the second half within HALVES_SHARE x the tolerance of that in the first. A program whose
+  work per unit drifts, that spin-waits or polls (its instructions follow the time it waits)
+  or does work on a timer fails this: "not decidable by counts". The ratio, not each run's
+  halves: a solver whose sampled iterations cost 0.9 % more in one half than in the other
+  (MCCFR's sequential cell) counts the same iterations in every run of both sides, and its
+  ratio holds in both halves; a candidate that changes which units are done does not;
 - the runs of each side agree: instructions per unit within REPEATS_SHARE x the tolerance.
   The same program in the same place with the same hash seed and no ASLR repeats its count
   to about 1e-7 when its work is deterministic; one that does not, does not.
@@ -45,16 +48,23 @@ class CountVerdict:
 def judge(base: list[Counted], cand: list[Counted], tolerance: float) -> CountVerdict:
     """The decision from both sides' counted runs (see the module's docstring)."""
     evidence, problems = [], []
-    halves_bound = tolerance * HALVES_SHARE
     for run in (*base, *cand):
         first, second = run.halves_per_unit
         gap = abs(second / first - 1) if first else float("inf")
-        line = f"{run.label}: halves {first:,.0f} and {second:,.0f} instructions per unit ({gap:.2e} apart)"
-        evidence.append(line)
-        if gap > halves_bound:
-            problems.append(
-                f"{run.label}: the window's halves differ by {100 * gap:.2f} % per unit (bound {100 * halves_bound:.2g} %)"
-            )
+        evidence.append(f"{run.label}: halves {first:,.0f} and {second:,.0f} instructions per unit ({gap:.2e} apart)")
+    halves_bound = tolerance * HALVES_SHARE
+    by_half = [
+        _mean([r.halves_per_unit[h] for r in cand]) / _mean([r.halves_per_unit[h] for r in base]) for h in (0, 1)
+    ]
+    gap = abs(by_half[1] / by_half[0] - 1)
+    evidence.append(
+        f"candidate/base in the first half {by_half[0]:.5f}, in the second {by_half[1]:.5f} ({gap:.2e} apart)"
+    )
+    if gap > halves_bound:
+        problems.append(
+            f"candidate/base is {by_half[0]:.4f} in the window's first half and {by_half[1]:.4f} in its second "
+            f"({100 * gap:.2f} % apart, bound {100 * halves_bound:.2g} %)"
+        )
     repeats_bound = tolerance * REPEATS_SHARE
     for name, runs in (("base", base), ("candidate", cand)):
         values = [r.per_unit for r in runs]
@@ -91,3 +101,7 @@ def judge(base: list[Counted], cand: list[Counted], tolerance: float) -> CountVe
     return CountVerdict(
         "undecided", f"{span}: the runs straddle {edge:.4f} (run more: --count-runs)", ratio, low, high, evidence
     )
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)

@@ -43,12 +43,20 @@ def test_a_change_the_runs_straddle_is_undecided():
 
 
 def test_halves_that_disagree_make_counts_not_decidable_with_the_reason():
-    base = [counted("base 1", (1_000_000, 1_020_000)), counted("base 2", (1_000_000, 1_000_000))]
+    base = [counted("base 1", (1_000_000, 1_020_000)), counted("base 2", (1_000_000, 1_020_000))]
     cand = [counted(f"candidate {i}", (1_000_000, 1_000_000)) for i in (1, 2)]
     told = judge(base, cand, 0.005)
     assert told.decision == "refused"
-    assert "not decidable by counts" in told.reason and "base 1: the window's halves differ by 2.00 %" in told.reason
-    assert "--measure time" in told.reason
+    assert told.reason.startswith("not decidable by counts: candidate/base is 1.0000 in the window's first half")
+    assert "and 0.9804 in its second (1.96 % apart, bound 0.25 %)" in told.reason and "--measure time" in told.reason
+
+
+def test_units_that_cost_differently_in_the_two_halves_are_fine_when_both_sides_count_the_same_units():
+    """A solver's sampled iterations: one half 0.9 % dearer than the other in every run."""
+    base = [counted(f"base {i}", (1_000_000, 1_009_000)) for i in (1, 2)]
+    cand = [counted(f"candidate {i}", (1_050_000, 1_059_450)) for i in (1, 2)]
+    told = judge(base, cand, 0.005)
+    assert told.decision == "regression" and told.ratio == pytest.approx(1.05, rel=1e-6)
 
 
 def test_runs_of_a_side_that_disagree_make_counts_not_decidable():
