@@ -36,6 +36,7 @@ from harness.running.matrix import Cell
 from harness.runs.record import cell_label, explicit_params
 
 RUN_TIMEOUT_S = 600.0
+PILOT_HALF_S = 0.5  # a pilot's half, at least, under valgrind with nothing counted (~20x slower than native)
 
 
 @dataclass
@@ -44,8 +45,9 @@ class CountOptions:
     runs: int = 2  # counted runs per side (two: their agreement is evidence)
     lines: int = 1  # progress lines that advanced the counter, at least, in each half
     warmup_lines: int = 1  # such lines before the window may open
-    # and a half lasts at least this long in the native pilot that places the window (50-100x
-    # that under callgrind): the window's units are then the same in every run of both sides
+    # and a half lasts at least this long natively (the hardware counters' pilot; callgrind's
+    # pilot runs under valgrind, PILOT_HALF_S): the window's units are then the same in every
+    # run of both sides
     min_half_s: float = 0.02
     timeout_s: float = RUN_TIMEOUT_S
     parallel: int = field(default_factory=lambda: max(1, min(2, len(os.sched_getaffinity(0)))))
@@ -160,16 +162,23 @@ def headline_counter(cell: Cell) -> str:
     return rate.made_of or rate.counter
 
 
-def pilot(cell: Cell, side: Side, here: Path, opts: CountOptions) -> Plan:
-    """Where every counted run's window lies, in the program's units: the base run natively
-    (no valgrind), its window placed by the options' lines and seconds. Placed in each run
-    by time instead, the windows of a program whose units differ (a solver's sampled
-    iterations) held different units, and two runs of one revision differed by 0.7 %."""
-    out = here / "pilot"
+def pilot(cell: Cell, side: Side, here: Path, opts: CountOptions, found: dict[str, str] | None = None) -> Plan:
+    """Where every counted run's window lies, in the program's units, and caches warm: the
+    side's program run once under valgrind with nothing counted ("warm"), its window placed by
+    the options' lines and seconds. Placed in each run by time instead, the windows of a
+    program whose units differ (a solver's sampled iterations) held different units, and two
+    runs of one revision differed by 0.7 %. Warm: MCCFR's numba kernels, compiled inside the
+    first counted run of a fresh worktree and loaded from numba's cache by the second, counted
+    2.2 % apart; compiled here, every counted run loads them (numba compiles for the CPU
+    valgrind shows, not the host's: a cache written natively would not be used)."""
+    out = here / f"pilot-{side.name}"
     out.mkdir(parents=True, exist_ok=True)
     tgt = target(cell, side, out)
-    run = counted_run(tgt.argv, tgt.cwd, out, opts.plan(), "pilot", tgt.env, tgt.progress, tool="none")
-    return replace(run.plan, timeout_s=opts.timeout_s)
+    tool = "warm" if opts.tool == "callgrind" else "none"
+    plan = replace(opts.plan(), min_half_s=PILOT_HALF_S if tool == "warm" else opts.min_half_s)
+    run = counted_run(tgt.argv, tgt.cwd, out, plan, f"{side.name} pilot", tgt.env, tgt.progress, tool=tool,
+                      found=found)  # fmt: skip
+    return replace(run.plan, timeout_s=opts.timeout_s, min_half_s=opts.min_half_s)
 
 
 def count_cell(
@@ -206,13 +215,18 @@ def count_cell(
             on_run(run)
         return name, run
 
-    try:
-        plan = pilot(cell, base, here, opts)
-    except CountFailed as exc:
+    with ThreadPoolExecutor(opts.parallel) as pool:  # both sides' pilots: the base's places the window
+        pilots = {name: pool.submit(pilot, cell, side, here, opts, found) for name, side in sides.items()}
+    failed = [(name, f.exception()) for name, f in pilots.items() if f.exception() is not None]
+    if failed:
+        for _, exc in failed:
+            if not isinstance(exc, CountFailed):
+                raise exc
         result.elapsed_s = time.monotonic() - started
-        result.error, result.failed_side = f"base ({base.describe()}), its native pilot: {exc}", "base"
+        result.error = "; ".join(f"{name} ({sides[name].describe()}), its pilot run: {exc}" for name, exc in failed)
+        result.failed_side = failed[0][0] if len(failed) == 1 else None
         return result
-    result.plan = plan
+    result.plan = pilots["base"].result()
     with ThreadPoolExecutor(opts.parallel) as pool:
         done = list(pool.map(one, jobs))
     result.elapsed_s = time.monotonic() - started

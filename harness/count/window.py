@@ -236,8 +236,10 @@ def counted_run(
     """Run `argv` in `cwd` until its window closes; its counts. `out_dir` receives the dumps
     and the program's output (output.log). `tool`: "callgrind" (the program under
     valgrind), "perf" (natively, hardware counters opened on its processes at the marks:
-    harness.count.hardware; `event` another event to count, for tests), or "none" (natively,
-    nothing counted: a pilot that finds where the window lies, its plan)."""
+    harness.count.hardware; `event` another event to count, for tests), "warm" (under
+    valgrind, nothing counted: a pilot that finds where the window lies, its plan, and leaves
+    the caches a counted run reads as the counted runs will find them) or "none" (natively,
+    nothing counted)."""
     if tool in ("perf", "none"):
         found = found or {"setarch": shutil.which("setarch") or ""}
     else:
@@ -258,7 +260,8 @@ def counted_run(
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOK_DIR), env.get("PYTHONPATH")) if p)
     log = (out_dir / "output.log").open("w", encoding="utf-8", errors="replace")
     started = time.monotonic()
-    command = callgrind.command(argv, out_dir, found) if tool == "callgrind" else native_command(argv, found)
+    valgrind = tool in ("callgrind", "warm")
+    command = callgrind.command(argv, out_dir, found) if valgrind else native_command(argv, found)
     try:
         proc = subprocess.Popen(
             command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -280,7 +283,7 @@ def counted_run(
     def act(answer: bytes, marker: int | None) -> None:
         """A mark in the processes the hook does not count: all of them with hardware counters."""
         known.update({p.pid: p for p in tree(proc.pid)})
-        if tool == "none":
+        if tool in ("none", "warm"):
             return
         if counters is None:
             _control(found, answer, _counted_pids(known, marker))
