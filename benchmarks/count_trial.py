@@ -17,6 +17,7 @@ Before the rounds the sleep is calibrated natively: the program's iteration time
 without it, measured alternately (--calibrate seconds).
 
     python benchmarks/count_trial.py --rounds 20 --arms same,work1,work5 --save benchmarks/data/count_trial.json
+    python benchmarks/count_trial.py --analyze benchmarks/data/count_trial.json ...
 """
 
 from __future__ import annotations
@@ -150,7 +151,44 @@ def one(repo: Path, base: str, cand: str, wrap: list[str], out: Path, extra: lis
     return record
 
 
+def ab_seconds(record: dict) -> float | None:
+    """The A/B's own seconds (its run.json's start to end: the harness's start-up of about a
+    second not in it), not the time `--wrap` waited for the machine."""
+    from datetime import datetime
+
+    if not record.get("dir"):
+        return None
+    meta = json.loads((Path(record["dir"]) / "run.json").read_text())
+    if not meta.get("ended"):
+        return None
+    started, ended = (datetime.fromisoformat(meta[k].replace("Z", "+00:00")) for k in ("started", "ended"))
+    return (ended - started).total_seconds()
+
+
+def analyze(paths: list[Path]) -> None:
+    """Per arm over every file: exit codes, the A/B's own seconds, the counts' and waits' ratios."""
+    runs = [r for path in paths for r in json.loads(path.read_text())["runs"]]
+    for arm in dict.fromkeys(r["arm"] for r in runs):
+        mine = [r for r in runs if r["arm"] == arm]
+        exits = [r["exit"] for r in mine]
+        secs = np.array([s for r in mine if (s := ab_seconds(r)) is not None])
+        ratios = [r["counts"]["ratio"] for r in mine if (r.get("counts") or {}).get("ratio")]
+        waits = [r["waits"] for r in mine if (r.get("waits") or {}).get("ratio")]
+        print(f"{arm}: {len(mine)} A/Bs, exits {dict((e, exits.count(e)) for e in sorted(set(exits)))}; "
+              f"A/B seconds median {np.median(secs):.0f} [{secs.min():.0f}, {secs.max():.0f}]; "
+              f"counts ratio {min(ratios, default=float('nan')):.5f}-{max(ratios, default=float('nan')):.5f}")  # fmt: skip
+        if waits:
+            low = [w["ratio_low"] for w in waits]
+            high = [w["ratio_high"] for w in waits]
+            print(f"  waits: {len(waits)} decided on them; estimates {min(w['ratio'] for w in waits):.3f}-"
+                  f"{max(w['ratio'] for w in waits):.3f}, lows {min(low):.3f}-{max(low):.3f}, highs "
+                  f"{min(high):.3f}-{max(high):.3f}, blocks {sorted({w['n'] for w in waits})}")  # fmt: skip
+
+
 def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--analyze":
+        analyze([Path(p) for p in sys.argv[2:]])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--arms", default="same,work1,work5,sleep")
