@@ -53,6 +53,9 @@ import psutil
 from harness.cell.probe import Probe
 from harness.cell.processes import alive, kill_tree, tree
 from harness.count import callgrind, hardware
+from harness.errors import UserError
+from harness.monitors.gpu_use import gpu_use
+from harness.monitors.gpu_use import refusal as gpu_refusal
 from harness.program.launch import apply_line
 from harness.readers import Feed, line_readers
 from harness.readers.jsonlines import is_probe_message, parse_object
@@ -283,6 +286,10 @@ def counted_run(
     def act(answer: bytes, marker: int | None) -> None:
         """A mark in the processes the hook does not count: all of them with hardware counters."""
         known.update({p.pid: p for p in tree(proc.pid)})
+        if answer == START:  # a GPU's work is not counted: refused (harness.monitors.gpu_use)
+            use, _ = gpu_use(p.pid for p in alive(known))
+            if use is not None:
+                raise UserError(gpu_refusal(use, "its work on the device is invisible to an instruction counter"))
         if tool in ("none", "warm"):
             return
         if counters is None:

@@ -107,3 +107,15 @@ def test_tune_refuses_a_program_that_uses_a_gpu(cli, repo, tmp_path):
     result = cli("tune", "--knob", "workers=1,2", "--budget", "400", "--out", tmp_path / "out", "--", sys.executable,
                  "gpu_prog.py", "--workers", "{workers}")  # fmt: skip
     assert result.exit_code == 2 and "uses a GPU" in result.output
+
+
+def test_a_counted_run_refuses_a_program_that_uses_a_gpu(tmp_path, monkeypatch):
+    """Natively (the pilot's plumbing, no valgrind needed): refused at the window's start."""
+    from harness.count.window import Plan, counted_run
+    from harness.errors import UserError
+
+    monkeypatch.setattr(gpu, "nvml_pids", lambda: None)
+    (tmp_path / "gpu_prog.py").write_text(STAND_IN)
+    with pytest.raises(UserError, match="invisible to an instruction counter"):
+        counted_run([sys.executable, "gpu_prog.py"], tmp_path, tmp_path / "out", Plan(min_half_s=0.0), "pilot",
+                    tool="none")  # fmt: skip
