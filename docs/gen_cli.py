@@ -2,8 +2,8 @@
 `hooks:` in mkdocs.yml), so the flags the site lists are the flags the code parses.
 
 It walks `typer.main.get_command(harness.cli.app)`: every command and sub-command, its
-usage line, its help, and each argument and option as the `--help` screen gives it (names,
-type, help, default). The same hook puts CHANGELOG.md (at the repository root, outside
+usage line, its help, its exit codes (the help's epilog), and each argument and option as
+the `--help` screen gives it (names, type, help, default). The same hook puts CHANGELOG.md (at the repository root, outside
 docs/) into the site as changelog.md. `python docs/gen_cli.py` prints the page.
 """
 
@@ -56,6 +56,8 @@ def section(path: tuple[str, ...], command: Any, parent: Any = None) -> tuple[st
     lines = [f"{'#' * (2 + max(0, len(path) - 1))} `{name}`", "", f"```text\n{usage}\n```", ""]
     if command.help:
         lines += [command.help.strip(), ""]
+    if command.epilog:  # its exit codes (harness.commands.options.exit_codes)
+        lines += [command.epilog.strip(), ""]
     subs = [(n, c) for n, c in getattr(command, "commands", {}).items() if not c.hidden]
     if subs:
         lines += ["| command | what it does |", "| --- | --- |"]

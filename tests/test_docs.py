@@ -114,8 +114,8 @@ def test_the_gate_campaigns_counts_in_the_docs_are_what_its_raw_files_give():
 
 @pytest.mark.slow
 def test_the_replayed_variants_in_the_docs_are_what_the_raw_files_give():
-    """docs/benchmarks.md quotes `gate_trial.py --replay` predictions (tighter tolerances, one
-    pair a block); each replay row is seeded, so the printed shares are exact and the docs
+    """The A/B gate's record quotes `gate_trial.py --replay` predictions (tighter tolerances, one
+    pair a block); each replay row is seeded, so the printed shares are exact and the record's
     table must carry them."""
     import subprocess
     import sys
@@ -137,7 +137,7 @@ def test_the_replayed_variants_in_the_docs_are_what_the_raw_files_give():
                 f"{ok} % / {regression} %" if arm == "same" else f"{regression} %"
             )
     assert len(printed) == 6 and all(len(v) == 4 for v in printed.values()), printed
-    docs = (ROOT / "docs" / "benchmarks.md").read_text()
+    docs = (ROOT / "docs" / "records" / "2026-11-23-ab-gate.md").read_text()
     arms = {"1.1x": "10 % slower: regression", "1.05x": "5 % slower: regression", "same": "identical: ok / regression"}
     for (cell, arm), shares in printed.items():
         line = next(line for line in docs.splitlines() if line.startswith(f"| {cell} | {arms[arm]} |"))
@@ -154,19 +154,30 @@ def test_gate_trial_replay_refuses_a_missing_file_and_a_bad_tolerance():
         assert done.returncode == 2 and "error: --" in done.stderr, done.stderr
 
 
+AREA_LINES_MAX = 25  # a short table and the lines that say how it was measured
+
+
 def test_the_readme_is_a_tour_and_the_benchmarks_page_holds_current_figures_with_their_records():
-    """Issue 32's bounds: a README read in minutes, a benchmarks page of the figures that
-    stand (every area names its date and links its record; the notes live in docs/records/)."""
-    readme = (ROOT / "README.md").read_text().splitlines()
-    assert len(readme) <= 190, len(readme)  # 170, and issue 46's two copy-paste blocks (the action, the exports)
-    assert any("harness sweep" in line for line in readme[:40]) and any("pytest" in line for line in readme[:40])
+    """A README read in minutes (install and tests first, then the four questions in order,
+    each with its command), and a benchmarks page of the figures that stand: one table an
+    area, each area with its date and a link to its record (the notes live in docs/records/)."""
+    readme = (ROOT / "README.md").read_text()
+    lines = readme.splitlines()
+    assert len(lines) <= 220, len(lines)
+    assert any("harness sweep" in line for line in lines[:10]) and any("pytest" in line for line in lines[:10])
+    questions = [readme.index(f"## {n}. ") for n in (1, 2, 3, 4)]
+    assert questions == sorted(questions), "the four questions, in order"
+    for n, command in zip((1, 2, 3, 4), ("harness sweep", "harness causal", "harness tune", "harness ab"), strict=True):
+        part = readme[questions[n - 1] :]
+        assert command in part[: part.find("\n## ", 4)], f"question {n} shows `{command}`"
     page = (ROOT / "docs" / "benchmarks.md").read_text()
-    assert len(page.splitlines()) < 320, "issues 32 and 46: under 320 lines; move superseded figures to their record"
     areas = re.split(r"^## ", page, flags=re.MULTILINE)[1:]
     for area in areas:
         title = area.splitlines()[0]
+        assert len(area.splitlines()) <= AREA_LINES_MAX, f"{title}: over {AREA_LINES_MAX} lines; move superseded figures to its record"
         assert re.search(r"\b2026-\d\d-\d\d\b", area), f"{title}: no date"
-        links = re.findall(r"\]\((records/[\w.-]+\.md)\)", area)
+        links = re.findall(r"\]\((records/[\w.-]+\.md)(?:#[\w-]+)?\)", area)
         assert links, f"{title}: no link to its record"
         assert all((ROOT / "docs" / link).is_file() for link in links), links
-    assert [a.splitlines()[0] for a in areas[-2:]] == ["Your own programs", "Inference server"]
+        tables = len(re.findall(r"^\| --- ", area, flags=re.MULTILINE))
+        assert tables <= 1, f"{title}: {tables} tables; one short table an area"

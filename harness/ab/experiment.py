@@ -446,7 +446,7 @@ def run_all(
     return [done[i] for i in range(len(runs))]
 
 
-# Exit codes of `harness ab` (and `harness gate --against`): docs/guide/ab-and-gates.md.
+# Exit codes of `harness ab` (and `harness gate --against`): the table in docs/guide/commands.md.
 EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED = 0, 1, 3
 
 

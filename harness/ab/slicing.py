@@ -259,7 +259,10 @@ class Instance:
         cpus: frozenset[int] | None = None,
         env_extra: dict[str, str] | None = None,
     ) -> None:
-        self.side, self.key, self.run_root = side, key, run_root
+        # absolute: the child runs in the side's tree (cwd), where a relative run directory
+        # (`--out results`, the default) does not exist
+        self.side, self.key, self.run_root = side, key, run_root.resolve()
+        run_root = self.run_root
         self.scratch = run_root / "series" / f".{key}.jsonl"
         self.log = run_root / "logs" / f"{key}.log"
         self.scratch.unlink(missing_ok=True)

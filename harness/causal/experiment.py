@@ -31,7 +31,7 @@ harness.causal.sensitivity.could_settle; a tune's experiment is a slice of its s
 budget).
 The verdicts are the intervals gated by the evidence (harness.causal.verdicts).
 
-The stop length matters (docs/guide/causal.md): in duty mode a stop longer than the work
+The stop length matters (docs/explain/causal.md): in duty mode a stop longer than the work
 buffered between two stages starves the next stage whatever the stopped stage's slack, and
 a process a partner waits on every millisecond stalls it for the whole stop; debt mode
 stops a process only for what the CPU it used owes. The stopper measures the share it held

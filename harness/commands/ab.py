@@ -23,7 +23,17 @@ if TYPE_CHECKING:
     from harness.running.matrix import Cell, Overrides
 
 
-@options.command(cls=options.ProgramTail)
+EXITS = options.exit_codes(
+    """
+    0 every cell ok: no regression beyond --tolerance
+    1 a cell regressed, or a side's cell failed
+    2 bad input, an unknown revision, or a cell that cannot be time-sliced
+    3 no regression, but a cell stayed undecided at its budget (it says what budget would decide)
+    """
+)
+
+
+@options.command(cls=options.ProgramTail, epilog=EXITS)
 def ab(
     ctx: typer.Context,
     base_rev: str = typer.Argument(..., help="the base revision (commit, branch, tag: HEAD~1, origin/main)"),
@@ -32,9 +42,7 @@ def ab(
     workers: str = typer.Option(None, "--workers", help="comma list: one cell per value"),
     backend: str = typer.Option(None, "--backend", help="comma list: one cell per value"),
     set_: list[str] = options.SetOpt,
-    tolerance: str = typer.Option(
-        None, "--tolerance", help="slowdown allowed, e.g. 3% (default: docs/benchmarks.md, A/B gate)"
-    ),
+    tolerance: str = typer.Option(None, "--tolerance", help="slowdown allowed, e.g. 5% (default 3%)"),
     budget: float = typer.Option(
         None,
         "--budget",
@@ -65,8 +73,7 @@ def ab(
     count_with: str = options.CountWithOpt,
 ) -> int:
     """A/B two revisions on this machine, time-sliced or by counted instructions (your program
-    after --, run in each revision's worktree): exit 0 no regression, 1 regression, 3
-    undecided, 2 bad input."""
+    after --, run in each revision's worktree): regression, ok or undecided per cell."""
     from harness.commands.ab_count import count_options
     from harness.commands.sweep import build_overrides
 

@@ -12,7 +12,7 @@ from harness.commands import options
 app = typer.Typer(help="Save runs as baselines for `harness gate`.", no_args_is_help=True)
 
 
-@app.command("save")
+@app.command("save", epilog=options.exit_codes({0: "the baseline written"}))
 @options.user_errors_exit_2
 def save(
     run_dir: Path = typer.Argument(..., help="a run directory"),

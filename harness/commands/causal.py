@@ -21,7 +21,16 @@ if TYPE_CHECKING:
 CAUSAL_JSON = "causal.json"
 
 
-@options.command(cls=options.ProgramTail)
+EXITS = options.exit_codes(
+    """
+    0 the experiment ran (unknown is a verdict)
+    1 the program's cell failed, or the stopper did
+    2 bad input, or a --budget too small for how often the program reports (the message names one that would do)
+    """
+)
+
+
+@options.command(cls=options.ProgramTail, epilog=EXITS)
 def causal(
     ctx: typer.Context,
     suite: str = typer.Argument(None, help="suite name (or your program after --)"),
@@ -79,7 +88,7 @@ def causal(
     control: bool = typer.Option(
         False, "--control", help="also slow a sleeping process of the harness's own: the method's bias (a placebo)"
     ),
-    seed: int = typer.Option(None, "--seed", help="seed of the periods' order"),
+    seed: int = typer.Option(None, "--seed", help="seed of the periods' order (default: a random one)"),
     out: Path = options.OutOpt,
     quiet: bool = typer.Option(False, "--quiet", help="no line every 10 s"),
     progress: list[str] = options.ProgressOpt,

@@ -14,7 +14,16 @@ from harness.errors import UserError
 FAIL_ON = ("regression",)
 
 
-@options.command()
+EXITS = options.exit_codes(
+    """
+    0 the ratios printed; with --fail-on regression, no throughput slower beyond --tolerance
+    1 with --fail-on regression: a throughput slower beyond --tolerance
+    3 with --fail-on regression: none slower, but one undecided (e.g. one repeat a side)
+    """
+)
+
+
+@options.command(epilog=EXITS)
 def compare(
     run_a: Path = typer.Argument(..., help="baseline run directory (A)"),
     run_b: Path = typer.Argument(..., help="candidate run directory (B)"),

@@ -15,7 +15,15 @@ from harness.errors import UserError
 FAIL_ON = ("error", "warning", "info")
 
 
-@options.command()
+EXITS = options.exit_codes(
+    """
+    0 the findings printed, none at or above --fail-on
+    1 a finding at or above --fail-on
+    """
+)
+
+
+@options.command(epilog=EXITS)
 def diagnose(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     json_: bool = typer.Option(False, "--json", help="print the findings as JSON"),

@@ -18,7 +18,7 @@ SECONDS_MIN, SECONDS_MAX = 2.0, 600.0
 STEAL_WARN_PCT = 2.0
 
 
-@options.command()
+@options.command(epilog=options.exit_codes({0: "the reading taken and kept"}))
 def doctor(
     seconds: float = typer.Option(20.0, "--seconds", help="length of the noise reading (2-600 s)"),
     out: Path = options.OutOpt,

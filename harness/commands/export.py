@@ -9,8 +9,15 @@ import typer
 from harness.commands import options
 from harness.errors import UserError
 
+EXITS = options.exit_codes(
+    """
+    0 every export asked for written
+    2 bad input, or a run already exported to that MLflow store
+    """
+)
 
-@options.command()
+
+@options.command(epilog=EXITS)
 def export(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     pyperf: Path = typer.Option(None, "--pyperf", help="write a pyperf BenchmarkSuite JSON here"),

@@ -27,7 +27,16 @@ GATE_MD = "gate.md"
 EXIT = {"pass": 0, "fail": 1, "undecided": 3}
 
 
-@options.command()
+EXITS = options.exit_codes(
+    """
+    0 pass
+    1 a regression, a correctness failure, or a baseline cell or metric missing from the run (unless --allow-missing)
+    3 no failure, but an A/B (--against) stayed undecided at its budget
+    """
+)
+
+
+@options.command(epilog=EXITS)
 def gate(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     baseline: str = typer.Option(
@@ -38,7 +47,7 @@ def gate(
     ),
     directory: Path = options.BaselineDirOpt,
     tolerance: str = typer.Option(
-        None, "--tolerance", help="e.g. 3% (default: see docs/benchmarks.md, CI gate trial and A/B gate)"
+        None, "--tolerance", help="slowdown allowed, e.g. 5% (default 2%; with --against, 3%: the A/B's)"
     ),
     metric: list[str] = typer.Option(
         None, "--metric", help="metrics to speed-gate against the baseline (default: every throughput); repeatable"
@@ -47,29 +56,37 @@ def gate(
         None, "--normalize", help="SUITE: divide throughputs by that suite's reference cell of the same run"
     ),
     confidence: float = typer.Option(0.95, "--confidence", help="interval confidence; with --against, 1 - error rate"),
-    ignore_param: list[str] = typer.Option(None, "--ignore-param", help="match cells as if this param were equal"),
+    ignore_param: list[str] = typer.Option(
+        None, "--ignore-param", help="match cells as if this param were equal (e.g. a path that differs); repeatable"
+    ),
     allow_missing: bool = typer.Option(
         False, "--allow-missing", help="a baseline cell or metric missing from the run is reported, not failed"
     ),
     budget: float = typer.Option(
         None, "--budget", help="with --against: A/B seconds per cell, pooled over the cells (default 180)"
     ),
-    slice_s: float = typer.Option(None, "--slice", help="with --against: minimum slice length in seconds"),
-    pairs: int = typer.Option(None, "--pairs", help="with --against: measured pairs per launch"),
-    warmup_pairs: int = typer.Option(None, "--warmup-pairs", help="with --against: pairs discarded per launch"),
+    slice_s: float = typer.Option(None, "--slice", help="with --against: minimum slice length in seconds (default 1)"),
+    pairs: int = typer.Option(
+        None, "--pairs", help="with --against: measured pairs per launch (default: chosen per block, 1-6)"
+    ),
+    warmup_pairs: int = typer.Option(
+        None, "--warmup-pairs", help="with --against: pairs discarded per launch (default 1)"
+    ),
     min_blocks: int = typer.Option(
         None,
         "--min-blocks",
-        help="with --against: blocks run whatever the budget (default: the fewest that can decide)",
+        help="with --against: blocks run whatever the budget (default: the fewest that can decide, 6 at 95 %)",
     ),
-    seed: int = typer.Option(None, "--seed", help="with --against: seed of the pair orders"),
+    seed: int = typer.Option(
+        None, "--seed", help="with --against: seed of the pair orders (default: drawn and recorded)"
+    ),
     measure: str = options.MeasureOpt,
     count_tolerance: str = options.CountToleranceOpt,
     count_runs: int = options.CountRunsOpt,
     count_lines: int = options.CountLinesOpt,
     count_with: str = options.CountWithOpt,
 ) -> int:
-    """Gate a run: exit 1 on a regression or a missing cell, 3 when an A/B stayed undecided, 0 on pass, 2 on bad input."""
+    """Gate a run: correctness against a baseline, speed against the baseline or by an A/B against a revision."""
     from harness.analysis.gating import DEFAULT_TOLERANCE, GateOptions, parse_metrics, parse_tolerance
     from harness.commands.ab import build_options
     from harness.commands.ab_count import count_options

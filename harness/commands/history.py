@@ -10,7 +10,7 @@ from harness.commands import options
 from harness.runs import DEFAULT_RESULTS
 
 
-@options.command()
+@options.command(epilog=options.exit_codes({0: "the table printed, the chart written"}))
 def history(
     suite: str = typer.Option(None, "--suite", help="only this suite's cells"),
     metric: str = typer.Option(None, "--metric", help="default: the suite's headline rate"),

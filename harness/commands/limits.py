@@ -15,15 +15,19 @@ if TYPE_CHECKING:
     from harness.runs.record import Record
 
 
-@options.command()
+@options.command(epilog=options.exit_codes({0: "the benchmarks measured"}))
 def limits(
     parts: str = typer.Option(None, "--parts", help="ipc and SUITE.NAME limit benchmarks (default: all)"),
     set_: list[str] = typer.Option(None, "--set", help="k=v option of the suites' limit benchmarks; repeatable"),
-    device: str = typer.Option(None, "--device", help="where a limit benchmark runs (cpu or cuda), if it has one"),
+    device: str = typer.Option(
+        None, "--device", help="where a limit benchmark runs (cpu or cuda), if it has one (default: its own setting)"
+    ),
     sizes: str = typer.Option(None, "--sizes", help="comma list of sizes (default: each benchmark's own)"),
     message_bytes: int = typer.Option(64, "--message-bytes", help="IPC payload per round trip"),
     fast: bool = typer.Option(False, "--fast", help="pyperf --fast: rough numbers, half the time"),
-    pyperf_args: str = typer.Option(None, "--pyperf-args", help="extra pyperf options, e.g. '--rigorous'"),
+    pyperf_args: str = typer.Option(
+        None, "--pyperf-args", help="extra pyperf options, e.g. '--rigorous' (default: none)"
+    ),
     out: Path = options.OutOpt,
 ) -> int:
     """pyperf micro benchmarks: IPC round trips and the suites' limits (e.g. a net's evals/s per batch)."""

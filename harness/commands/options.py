@@ -65,6 +65,26 @@ def command(**settings: Any) -> Callable[[Callable[..., Any]], Callable[..., Any
     return declare
 
 
+# ------------------------------------------------------------------ exit codes, in every command's help
+# What every command can exit with (user_errors_exit_2): bad input, a disk the harness could
+# not write to, an interrupt. A command's own codes come first; it may say its 2 more precisely.
+SHARED_EXITS = {
+    USER_ERROR_EXIT: "bad input (the message names what was wrong and what is allowed)",
+    STORAGE_EXIT: "a file could not be written (a full, failing or read-only disk; the message names it)",
+    130: "Ctrl-C or SIGTERM",
+}
+
+
+def exit_codes(own: str | dict[int, str]) -> str:
+    """A command's help epilog listing its exit codes (`Exit codes: 0 ...; 1 ...; 2 ...`): the
+    one place they are said, which docs/guide/commands.md's table is tested against. `own`:
+    a line a code (`0 every cell ok`), or a dict code -> meaning."""
+    if isinstance(own, str):
+        own = {int(code): text.strip() for code, text in (line.split(None, 1) for line in own.strip().splitlines())}
+    codes = {**SHARED_EXITS, **own}
+    return "Exit codes: " + "; ".join(f"{code} {codes[code]}" for code in sorted(codes)) + "."
+
+
 # ------------------------------------------------------------------ the program after --
 PROGRAM = "harness.program_argv"
 
@@ -102,8 +122,12 @@ def program_of(ctx: typer.Context, progress: list[str] | None, progress_files: l
 
 # ------------------------------------------------------------------ a cell's settings and budget
 SetOpt = typer.Option(None, "--set", help="k=v or k=v1,v2 (a list is a sweep axis); repeatable")
-DurationOpt = typer.Option(None, "--duration", help="measured seconds per cell (with --target: the cap, default 120)")
-WarmupOpt = typer.Option(None, "--warmup", help="seconds excluded from rates: the floor of the automatic warm-up")
+DurationOpt = typer.Option(
+    None, "--duration", help="measured seconds per cell (default 5; with --target: the cap, default 120)"
+)
+WarmupOpt = typer.Option(
+    None, "--warmup", help="seconds excluded from rates: the floor of the automatic warm-up (default 0)"
+)
 SteadyOpt = typer.Option(
     None, "--steady", help="auto (default): measure once the rate has settled; off: --warmup is fixed"
 )
@@ -118,10 +142,13 @@ WorkOpt = typer.Option(None, "--work", help="fixed work units instead of a durat
 TimeoutOpt = typer.Option(
     None,
     "--timeout",
-    help="deadline per cell in seconds (default warmup+duration+60, moved by a measured window that opens late)",
+    help="deadline per cell in seconds (default: duration + the warm-up (at least --steady-max, 10 s) + 60, moved by "
+    "a measured window that opens late)",
 )
 MemoryOpt = typer.Option(
-    None, "--memory-limit", help="end a cell whose process tree uses more than this many MB (PSS summed; a watchdog)"
+    None,
+    "--memory-limit",
+    help="end a cell whose process tree uses more than this many MB (PSS summed; a watchdog; default: no limit)",
 )
 LogCapOpt = typer.Option(None, "--log-cap-mb", help="the most a cell's log keeps, MB: its last part (default 16)")
 OutOpt = typer.Option(DEFAULT_RESULTS, "--out", help="directory that receives run directories")

@@ -17,7 +17,7 @@ from harness.commands import options
 from harness.errors import UserError
 
 
-@options.command()
+@options.command(epilog=options.exit_codes({0: "the profile written", 1: "the cell failed, or py-spy did"}))
 def profile(
     suite: str = typer.Argument(..., help="suite name (see `harness suites`)"),
     set_: list[str] = options.SetOpt,

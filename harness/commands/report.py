@@ -9,7 +9,7 @@ import typer
 from harness.commands import options
 
 
-@options.command()
+@options.command(epilog=options.exit_codes({0: "the table printed, the reports asked for written"}))
 def report(
     run_dir: Path = typer.Argument(..., help="a run directory"),
     csv: bool = typer.Option(False, "--csv", help="(re)write summary.csv and cells.csv"),

@@ -10,8 +10,16 @@ import typer
 
 from harness.commands import options
 
+EXITS = options.exit_codes(
+    """
+    0 the cell ok
+    1 the cell failed
+    2 bad input, or the suite refused its params
+    """
+)
 
-@options.command()
+
+@options.command(epilog=EXITS)
 def run(
     suite: str = typer.Argument(..., help="suite name (see `harness suites`)"),
     set_: list[str] = options.SetOpt,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from harness.commands import options
 
 
-@options.command()
+@options.command(epilog=options.exit_codes({0: "the suites listed"}))
 def suites() -> int:
     """List every suite with its parameters (type, allowed values, default, unit)."""
     from rich.markup import escape

@@ -16,7 +16,18 @@ if TYPE_CHECKING:
     from harness.running.matrix import Overrides
 
 
-@options.command(cls=options.ProgramTail)
+EXITS = options.exit_codes(
+    """
+    0 every cell-repeat ok
+    1 some cells failed (every other cell still ran)
+    2 bad input, a suite whose extra is missing, or --resume at another commit without --force
+    74 a file of the run could not be written (a full or read-only disk; the message names it): free space, then --resume the run
+    130 Ctrl-C or SIGTERM: run.json says interrupted, and --resume finishes it
+    """
+)
+
+
+@options.command(cls=options.ProgramTail, epilog=EXITS)
 def sweep(
     ctx: typer.Context,
     spec: Path = typer.Argument(None, help="sweep spec (TOML); flags override it; -- CMD ...: your program"),
@@ -31,7 +42,7 @@ def sweep(
     target: str = options.TargetOpt,
     target_every: float = options.TargetEveryOpt,
     work: int = options.WorkOpt,
-    repeats: int = typer.Option(None, "--repeats", help="repeats of every cell"),
+    repeats: int = typer.Option(None, "--repeats", help="repeats of every cell (default 1)"),
     out: Path = options.OutOpt,
     label: str = typer.Option(None, "--label", help="name in the run directory"),
     resume: Path = typer.Option(None, "--resume", help="finish this run directory's missing cells"),
@@ -50,9 +61,7 @@ def sweep(
     progress: list[str] = options.ProgressOpt,
     progress_file: list[str] = options.ProgressFileOpt,
 ) -> int:
-    """Run a matrix of cells (or your program after --, every axis filling its {placeholder});
-    exit 0 if all are ok, 1 if any failed, 2 on bad input, 74 when a file could not be written
-    (a full or read-only disk: fix it, then resume the run), 130 on Ctrl-C."""
+    """Run a matrix of cells (or your program after --, every axis filling its {placeholder})."""
     program = options.program_of(ctx, progress, progress_file)
     budget = options.budget(duration=duration, warmup=warmup, steady=steady, steady_max=steady_max, target=target,
                             target_every=target_every, work=work, timeout=timeout, memory_limit=memory_limit,

@@ -19,7 +19,15 @@ if TYPE_CHECKING:
     from harness.tune.result import TuneOptions
 
 
-@options.command(cls=options.ProgramTail)
+EXITS = options.exit_codes(
+    """
+    0 a result: the winner, or the start kept and why
+    2 bad input, a cell that cannot be time-sliced, or a start that measures no rate
+    """
+)
+
+
+@options.command(cls=options.ProgramTail, epilog=EXITS)
 def tune(
     ctx: typer.Context,
     suite: str = typer.Argument(None, help="suite name (or your program after --)"),
@@ -44,10 +52,10 @@ def tune(
     duel_budget: float = typer.Option(150.0, "--duel-budget", help="seconds one challenger's A/B may take"),
     evidence: float = typer.Option(8.0, "--evidence", help="measured seconds of the incumbent's diagnosed cell"),
     screen: float = typer.Option(
-        4.0,
+        2.0,
         "--screen",
-        help="measured seconds of each screen reading (one short reading of a value before any A/B), at most "
-        "--evidence's; a program whose progress comes in bursts gets --evidence's",
+        help="measured seconds of each screen reading (one short reading of a setting before any A/B; a whole "
+        "screen's first rung), at most --evidence's; a program whose progress comes in bursts gets --evidence's",
     ),
     causal_budget: float = typer.Option(
         60.0, "--causal-budget", help="seconds of the causal experiment on each incumbent (0: findings only)"
@@ -71,16 +79,21 @@ def tune(
     step_confidence: float = typer.Option(
         0.8, "--step-confidence", help="each challenger's A/B's confidence (the final A/B checks the winner)"
     ),
-    seed: int = typer.Option(None, "--seed", help="seed of the A/Bs' pair orders and the causal periods"),
+    seed: int = typer.Option(
+        None, "--seed", help="seed of the A/Bs' pair orders and the causal periods (default: a random one)"
+    ),
     resume: Path = typer.Option(None, "--resume", help="continue the tune in this run directory (its tune.json)"),
     out: Path = options.OutOpt,
     quiet: bool = typer.Option(False, "--quiet", help="only the result"),
     progress: list[str] = options.ProgressOpt,
     progress_file: list[str] = options.ProgressFileOpt,
 ) -> int:
-    """Which settings to run with: each step asks what limits the incumbent (causal experiment,
-    findings), tries the knob moves that relieve it, adopts a move only when an A/B decides it
-    is faster, and ends with the winner's A/B against the start."""
+    """Which settings to run with. A space the budget can read whole is screened whole (every
+    setting once, its leaders again in longer readings, A/Bs among the last few); a larger one
+    is searched step by step: what limits the incumbent (findings, a causal experiment when the
+    readings do not already say), the moves that relieve it and those a model of every reading
+    predicts, each adopted only when an A/B decides it faster. It ends with the winner's A/B
+    against the start."""
     from harness.tune.result import TuneOptions
 
     opts = TuneOptions(

@@ -13,7 +13,15 @@ from harness.errors import UserError
 RATE_RANGE = (1, 10_000)
 
 
-@options.command(context_settings={"allow_interspersed_args": False})
+EXITS = options.exit_codes(
+    """
+    0 the program exited 0, or was watched for --duration
+    1 the program exited with another code
+    """
+)
+
+
+@options.command(context_settings={"allow_interspersed_args": False}, epilog=EXITS)
 def watch(
     command: list[str] = typer.Argument(None, help="the program and its arguments, after --"),
     pid: int = typer.Option(None, "--pid", help="attach to this running process (and its children) instead"),
@@ -30,7 +38,9 @@ def watch(
         True, "--torch-hook/--no-torch-hook", help="record torch module calls' batch and device"
     ),
     batch_limit: int = typer.Option(
-        None, "--batch-limit", help="the largest batch the program could use (SMALL_BATCHES)"
+        None,
+        "--batch-limit",
+        help="the largest batch the program could use (SMALL_BATCHES; default: the largest batch seen times the threads that called the net)",
     ),
     log_cap: float = options.LogCapOpt,
     out: Path = options.OutOpt,

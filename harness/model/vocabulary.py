@@ -91,6 +91,9 @@ SIGNALS: dict[str, str] = {
     "worker_wait_pct": "value: {pid: % of its sampled thread time} each worker spent blocked or asleep",
     "worker_runnable_pct": "value: {pid: % of one core} each worker ran or sat runnable waiting for a CPU (the "
     "kernel's schedstat: what it wanted, where worker_cpu_pct is what it got)",
+    "worker_wakeups_hz": "value: {pid: wake-ups a second} of each worker process (voluntary context switches)",
+    "worker_blocked_pct": "value: {pid: % of the sampled instants} each worker waited on another process of the "
+    "program, read from /proc (the other end of its pipe, socket or shared semaphore: harness.watch.waits)",
     "main_cpu_pct": "value: % of one core used by the program's processes that are not workers",
     "waited_on": "value: {pid, role, cpu_pct} of the busiest of those processes (what idle workers may wait on)",
     "waits_on": "value: {role, pids, blocked, via, text} what the workers block on, read from /proc (the other "

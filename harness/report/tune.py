@@ -29,6 +29,8 @@ def trail_rows(doc: dict[str, Any]) -> list[list[str]]:
     for step in doc.get("steps") or []:
         incumbent = " ".join(f"{k}={v}" for k, v in step["incumbent"].items())
         limit = (step.get("limit") or {}).get("said") or "-"
+        if step.get("causal_skipped"):
+            limit = f"{limit} ({step['causal_skipped']})"
         trials = step.get("trials") or []
         pairs = step.get("pairs")
         first_pair = (pairs or {}).get("first_trial", len(trials))  # the pairs' A/Bs follow their readings
@@ -69,8 +71,29 @@ def why_of(trial: dict[str, Any]) -> str:
     return f"{trial['why']} ({screen['said']}; {screen.get('seconds', 0):.0f} s)"
 
 
+def plan_lines(doc: dict[str, Any]) -> list[str]:
+    """The plan, a whole screen's rungs and its leaders' A/Bs (harness.tune.plan, .halving)."""
+    made = doc.get("plan")
+    if not made:
+        return []
+    lines = [f"plan: {made['said']}"]
+    screened = doc.get("halving") or {}
+    for rung in screened.get("rungs") or []:
+        if rung.get("said"):
+            lines.append(f"rung {rung['index']}: {rung['said']}")
+        if rung["index"] == 0 and screened.get("drift"):
+            lines.append(f"  drift: {screened['drift']}; a reading's noise taken as {100 * screened['noise_sd']:.1f} %")
+    for duel in screened.get("duels") or []:
+        lines.append(f"A/B of leaders: {duel.get('said', duel.get('decision'))}")
+    if screened.get("stopped"):
+        lines.append(f"halving stopped: {screened['stopped']}")
+    return lines
+
+
 def summary_lines(doc: dict[str, Any]) -> list[str]:
-    lines = [f"result: {doc.get('conclusion') or '-'}"]
+    lines = [*plan_lines(doc), f"result: {doc.get('conclusion') or '-'}"]
+    if doc.get("sure") and doc["sure"] not in (doc.get("conclusion") or ""):
+        lines.append(f"how sure: {doc['sure']}")
     first = (doc.get("steps") or [{}])[0]
     if first.get("pilot_s") is not None:
         target, reached = (doc.get("options") or {}).get("target"), first.get("target_s")
@@ -86,17 +109,21 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
         lines.append(f"the machine was the limit: {doc['machine_limit']}")
     if doc.get("ended_by"):
         lines.append(f"the search ended: {doc['ended_by']} after {doc.get('elapsed_s', 0):.0f} s")
+    if (doc.get("plan") or {}).get("against_grid"):
+        lines.append(doc["plan"]["against_grid"])
     lines.append(f"run with: {doc['command']}")
     return lines
 
 
 def render_tune(doc: dict[str, Any], print_line: Callable[[str], None] = print) -> None:
-    table = Table(title="harness tune: the trail", show_lines=False)
-    for header in headers(doc):
-        table.add_column(header)
-    for row in trail_rows(doc):
-        table.add_row(*(escape(cell) for cell in row))
-    console_for_stdout().print(table)
+    rows = trail_rows(doc)
+    if rows:  # a space screened whole takes no step: its rungs are in the summary, not an empty table
+        table = Table(title="harness tune: the trail", show_lines=False)
+        for header in headers(doc):
+            table.add_column(header)
+        for row in rows:
+            table.add_row(*(escape(cell) for cell in row))
+        console_for_stdout().print(table)
     for line in summary_lines(doc):
         print_line(line)
     print_line("as a spec:")
@@ -110,6 +137,8 @@ def html_section(
     parts = ['<section id="tune"><h2>Tune</h2>']
     parts += [f"<p>{esc(line)}</p>" for line in summary_lines(doc)]
     parts.append(f"<pre>{esc(doc['spec'])}</pre>")
-    parts.append(table(list(headers(doc)), trail_rows(doc)))
+    rows = trail_rows(doc)
+    if rows:
+        parts.append(table(list(headers(doc)), rows))
     parts.append("</section>")
     return "\n".join(parts)

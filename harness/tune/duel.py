@@ -28,6 +28,9 @@ from harness.model.vocabulary import Vocabulary
 from harness.running.matrix import Cell
 
 BETTER, WORSE, UNDECIDED, ERROR = "better", "worse", "undecided", "error"
+# between two leaders of a whole screen (harness.tune.halving): the challenger is behind by at
+# least --min-gain, or the two are within it of each other
+BEHIND, TIE = "behind", "tie"
 
 
 # the A/B's decision reads the wall-clock rate: a tune's sides differ in how many cores they use
@@ -40,6 +43,18 @@ SAMPLE_S = 1.0  # the cell's samples come about this far apart: a gap read from 
 MAX_SLICE_S = 10.0
 
 
+# a gap up to this many sample periods is the samples' own jitter (a counter that grew at every
+# sample read gaps of 1.018 s, which gave the producers program 6 s slices and 42 s blocks);
+# one that missed a sample reads about two periods
+BURSTY_SAMPLES = 1.5
+
+
+def bursty(gap_s: float | None) -> bool:
+    """Whether a program's progress comes in bursts: its longest gap between reports
+    (harness.tune.evidence.report_gap) spans more than a sample period and its jitter."""
+    return gap_s is not None and gap_s > BURSTY_SAMPLES * SAMPLE_S
+
+
 def slicing_for(gap_s: float | None) -> SliceOptions:
     """Slices long enough for a program whose progress comes in bursts. A trainer that
     collects, then learns for seconds in silence (CleanRL's PPO: 2-3 s without a report) has a
@@ -50,7 +65,7 @@ def slicing_for(gap_s: float | None) -> SliceOptions:
     counter grew steadily at every sample (no gap: harness.tune.evidence.report_gap) keeps the
     A/B's own slices."""
     default = SliceOptions()
-    if gap_s is None or gap_s <= SAMPLE_S:
+    if not bursty(gap_s):
         return default
     length = min(MAX_SLICE_S, SLICE_CYCLES * (gap_s + SAMPLE_S))
     return SliceOptions(slice_s=length, max_slice_s=length + default.max_slice_s)
@@ -66,6 +81,24 @@ def gain_decider(min_gain: float):
             return BETTER
         if interval.high < worth:
             return WORSE
+        return "continue"
+
+    return decide
+
+
+def leaders_decider(min_gain: float):
+    """The decision between two leaders on the interval of log(challenger / incumbent), at the
+    edges -log(1 + min_gain) and +log(1 + min_gain): ahead (better), behind, or a tie (the whole
+    interval between the edges: neither is worth a change from the other)."""
+    worth = math.log1p(min_gain)
+
+    def decide(interval: Interval) -> str:
+        if interval.low > worth:
+            return BETTER
+        if interval.high < -worth:
+            return BEHIND
+        if interval.low > -worth and interval.high < worth:
+            return TIE
         return "continue"
 
     return decide
@@ -159,18 +192,22 @@ def duel(
     min_gain: float,
     words: Vocabulary | None = None,
     stop_futile: bool = True,
+    leaders: bool = False,
 ) -> Duel:
     """The A/B of `challenger` against `incumbent` until a decision or `opts.budget_s`
     (`words`: the vocabulary whose first rate the slices count, the suite's by default), or
     until its blocks say the budget will not decide (`stop_futile`: a step's challengers; the
-    final A/B, the tune's answer, runs to its budget)."""
+    final A/B, the tune's answer, runs to its budget). `leaders`: two leaders of a whole
+    screen, decided ahead, behind or tied (leaders_decider) instead of better or worse."""
     base, cand = same_code()
     opts = replace(opts, estimands=opts.estimands or TUNE_ESTIMANDS)
+    decider = leaders_decider(min_gain) if leaders else gain_decider(min_gain)
     got: CellAB = run_cell(
-        incumbent, base, cand, run_root, opts, cand_cell=challenger, decider=gain_decider(min_gain), words=words,
+        incumbent, base, cand, run_root, opts, cand_cell=challenger, decider=decider, words=words,
         give_up=futility(min_gain, opts.alpha) if stop_futile else None,
     )  # fmt: skip
-    decision = got.decision if got.decision in (BETTER, WORSE, ERROR) else UNDECIDED
+    known = (BETTER, BEHIND, TIE, ERROR) if leaders else (BETTER, WORSE, ERROR)
+    decision = got.decision if got.decision in known else UNDECIDED
     gave_up = decision == UNDECIDED and got.gave_up
     reason = got.reason if gave_up else (undecided_reason(got) if decision == UNDECIDED else got.reason)
     reason = too_small(decision, got.interval, min_gain) or reason

@@ -23,7 +23,7 @@ class TuneOptions:
     min_gain: float = 0.03  # the edge of every A/B: adopted when its interval lies above 1 + this, dropped below
     duel_budget_s: float = 150.0  # one challenger's A/B at most
     evidence_s: float = 8.0  # the incumbent's measured cell
-    screen_s: float = 4.0  # each screen reading's measured window (a program reporting in bursts: evidence_s)
+    screen_s: float = 2.0  # each screen reading's measured window (a program reporting in bursts: evidence_s)
     causal_budget_s: float = 60.0  # its causal experiment (0: none)
     objective: str | None = None  # a rate counter (default: the suite's headline), or TIME_TO_TARGET
     seed: int | None = None
@@ -86,6 +86,7 @@ class Step:
     # or why none were: {"said": ..., "seconds": ..., "first_trial": the index of the first of them A/B'd
     # (where read)}; the trail and the conclusion say it
     pairs: dict[str, Any] | None = None
+    causal_skipped: str | None = None  # why no causal experiment ran: the readings already pointed somewhere
 
 
 @dataclass
@@ -107,6 +108,9 @@ class TuneState:
     conclusion: str = ""
     machine_limit: str | None = None
     scaling: dict[str, Any] | None = None
+    plan: dict[str, Any] | None = None  # harness.tune.plan.Plan.to_json(), made before the search
+    halving: dict[str, Any] | None = None  # a whole screen's rungs, readings and A/Bs (harness.tune.halving)
+    sure: str = ""  # how sure the tune is of its winner: its A/Bs or readings against the runners-up
 
     def __post_init__(self) -> None:
         if not self.best:
@@ -174,6 +178,9 @@ class TuneState:
             "conclusion": self.conclusion,
             "machine_limit": self.machine_limit,
             "scaling": self.scaling,
+            "plan": self.plan,
+            "halving": self.halving,
+            "sure": self.sure,
             "spec": self.spec_snippet(),
             "command": self.command_line(),
         }
@@ -194,6 +201,7 @@ class TuneState:
             elapsed_s=data.get("elapsed_s", 0.0), final=data.get("final"), state=data.get("state", "running"),
             ended_by=data.get("ended_by", ""),
             conclusion=data.get("conclusion", ""), machine_limit=data.get("machine_limit"), scaling=data.get("scaling"),
+            plan=data.get("plan"), halving=data.get("halving"), sure=data.get("sure", ""),
         )  # fmt: skip
 
 

@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from harness.ab.experiment import ABOptions
 from harness.ab.sequential import blocks_to_decide
 from harness.causal.result import CausalOptions
@@ -41,9 +43,9 @@ from harness.running.matrix import Cell
 from harness.runs.files import write_json_atomic
 from harness.runs.store import RunStore
 from harness.runs.view import record_rate
-from harness.tune import workers
+from harness.tune import halving, plan, sampler, workers
 from harness.tune.bottleneck import ACTED_ON, Limit
-from harness.tune.duel import BETTER, Duel, duel, slicing_for
+from harness.tune.duel import BETTER, Duel, bursty, duel, slicing_for
 from harness.tune.evidence import (
     STARTUP_CAP_S,
     counted,
@@ -59,6 +61,7 @@ from harness.tune.screen import Screen, ahead, screen, spread
 from harness.tune.space import Knob, _same, moves_for
 
 BLOCK_S_GUESS = 15.0  # seconds per A/B block before one was measured
+BLOCK_SLICES_S = 6.0  # a block's warm-up pair and first two measured pairs, 1 s slices each side
 LAUNCH_S_GUESS = 5.0  # seconds a race run spends starting before its clock runs
 FINAL_MARGIN = 1.5  # the final A/B is given this many times the time its fewest blocks take
 # a screen reading this far above the incumbent's is tried first and joins the joint move: one
@@ -68,6 +71,8 @@ LEAD = 0.2
 PAIRS_TRIED = 2  # moves of two knobs A/B'd after a step with no winner: the highest readings above the incumbent's
 PAIR_MOST = 3  # an ordered knob's values read a way in a move of two knobs
 PAIR_WHY = "two knobs together"  # why a move of the pair survey was tried
+MODELLED_MOST = 2  # settings the model of every reading proposes per step, read before any A/B
+READING_GAP_S = 0.5  # between one reading's cell and the next: the harness's own bookkeeping
 
 
 class Tuner:
@@ -98,8 +103,11 @@ class Tuner:
         self._model: Any = None  # the worker axis's USL fit (harness.tune.workers), this session's
         self._slow_start = False  # the program needed the longer start-up cap (harness.tune.evidence)
         self._cell_s: float | None = None  # launch to end of the last measured cell, seconds
+        self._first: tuple[str | None, float | None, float] | None = None  # the plan's reading of the start
+        self._launches: list[float] = []  # each timed reading's seconds beside its window, this session's
         # key_of(params) -> one screen reading's (metric, rate), this session's
         self._readings: dict[str, tuple[str | None, float | None]] = {}
+        self._read_params: dict[str, dict[str, Any]] = {}  # key_of(params) -> params, of every reading
         self._adds_work = {m.knob for moves in words.relieves.values() for m in moves if m.adds_work}
         if words.workers:
             self._adds_work.add(words.workers)
@@ -116,6 +124,8 @@ class Tuner:
             return sorted(self._block_s)[len(self._block_s) // 2]
         if self.race_cell is not None:  # two runs, each guessed to reach the target at half its cap
             return self.state.options.target_cap_s + 2 * LAUNCH_S_GUESS
+        if self.state.plan is not None:  # both sides launched as the plan's reading was, then three pairs of 1 s slices
+            return 2 * max(self.launch_s(), 0.0) + BLOCK_SLICES_S
         return BLOCK_S_GUESS
 
     def final_reserve(self) -> float:
@@ -123,7 +133,7 @@ class Tuner:
         nothing is adopted, only its fewest blocks (a challenger that wins must be confirmable,
         but no final runs unless one does: the actor-learner's first tune stopped with 676 s of
         1200 unused, held for a final it never ran); after an adoption, those with a margin."""
-        if self.state.best == self.state.start and not self.state.steps:
+        if self.state.best == self.state.start and not self.state.steps and self.state.halving is None:
             return 0.0
         fewest = blocks_to_decide(self.state.options.final_alpha) * self.block_s()
         return fewest if key_of(self.state.best) == key_of(self.state.start) else FINAL_MARGIN * fewest
@@ -145,13 +155,143 @@ class Tuner:
     def run(self) -> TuneState:
         state = self.state
         if not state.ended_by:
-            state.ended_by = self.search()
+            if state.plan is None and self.race_cell is None:
+                self.make_plan()
+            whole = state.plan is not None and state.plan["mode"] == plan.WHOLE
+            state.ended_by = self.whole() if whole else self.search()
             self.save()
         if state.final is None:
             self.final()
+        if state.plan is not None:
+            state.plan["tune_s"] = self.elapsed()
+            if self._launches:  # the grid at the launch the readings measured, not the first's alone
+                state.plan["grid_s"] = self.grid_s()
+            state.plan["against_grid"] = against_grid(state.plan, self.elapsed())
         state.state = "finished"
         self.save()
         return state
+
+    # ------------------------------------------------------------------ the plan
+    def make_plan(self) -> None:
+        """The start read once at --screen (its launch and warm-up timed: what every reading
+        will cost), then the plan (harness.tune.plan): a whole screen when a reading of every
+        setting fits the budget's WHOLE_SHARE, else steps. A program whose progress comes in
+        bursts is read for --evidence's seconds instead (a short window may see no report)."""
+        opts, start = self.state.options, self.state.start
+        window = min(opts.screen_s, opts.evidence_s)
+        began = time.monotonic()
+        cell, record = measure_until_counted(
+            self.measured_cell(start, window), kept_run(self.store, 0), self.announce, "the start's first reading"
+        )
+        self._slow_start = self._slow_start or cell.steady_max >= STARTUP_CAP_S
+        took = (
+            (record.number("wall_s") or 0.0) + READING_GAP_S
+            if cell.steady_max >= STARTUP_CAP_S
+            else time.monotonic() - began
+        )
+        if not counted(record):
+            raise UserError(no_rate(record, describe(start)))
+        gap = report_gap(self.store.root, record)
+        metric, rate = record_rate(record)
+        if not bursty(gap):
+            self._readings[key_of(start)] = (metric, rate)
+            self._read_params[key_of(start)] = dict(start)
+            self._first = (metric, rate, self.elapsed())
+        else:  # readings get --evidence's window: the plan counts its cost
+            took += max(opts.evidence_s - window, 0.0)
+            window = opts.evidence_s
+        made = plan.make_plan(self.state.knobs, self.left(), window, took)
+        self.state.plan = {**made.to_json(), "report_gap_s": gap}
+        self.announce(f"plan: {made.said()}")
+        self.save()
+
+    def launch_s(self) -> float:
+        """A reading's seconds beside its window (launch, warm-up, bookkeeping): the median of
+        the readings this session timed, else the plan's first. MCCFR's first reading took
+        10.7 s (a cold start), the next fifty 4.2 s each: the plan had said 544 s for a screen
+        that took 210 s, and a grid of 750 s that takes about 540."""
+        if self._launches:
+            return float(np.median(self._launches))
+        got = self.state.plan or {}
+        return float(got.get("reading_s", LAUNCH_S_GUESS)) - float(got.get("window_s", 0.0))
+
+    def plan_reading_s(self, window: float) -> float:
+        """One reading of `window` measured seconds, at the launch measured so far."""
+        return window + self.launch_s()
+
+    def grid_s(self) -> float:
+        """A grid of one GRID_WINDOW_S reading per setting, at the launch measured so far."""
+        if self.state.plan is None:
+            return math.inf
+        return float(self.state.plan["settings"]) * (plan.GRID_WINDOW_S + self.launch_s())
+
+    def whole(self) -> str:
+        """The space screened whole and its leaders raced (harness.tune.halving); the winner
+        becomes the best, its final A/B against the start follows."""
+        state = self.state
+        assert state.plan is not None
+        if state.halving is None:
+            state.halving = {}
+        first = None
+        if self._first is not None and not state.halving.get("rungs"):
+            metric, rate, at = self._first
+            first = halving.Reading(dict(state.start), rate, at, reference=True)
+        search = halving.Halving(
+            state.halving, plan.settings(state.knobs), dict(state.start), float(state.plan["window_s"]),
+            read=self.read_at, compare=self.compare_leaders, reading_s=self.plan_reading_s,
+            room=self.rung_room, elapsed=self.elapsed,
+            announce=self.announce, save=self.save, first=first,
+        )  # fmt: skip
+        self.announce(f"screen: every setting of {describe_space(state.knobs)}")
+        winner, sure = search.run()
+        state.best, state.sure = dict(winner), sure
+        state.conclusion = f"screened whole: {sure}"
+        return "screened"
+
+    def rung_room(self) -> float:
+        """What a later rung of a whole screen may spend: what the budget leaves, and no more
+        than ends before a grid of the space would have (the plan's estimate), each beside one
+        leaders' A/B and the final A/B. A tune exists to be no slower than the grid: a 25-setting
+        space's rung 0 (2 s readings) costs about 60 % of its grid, and the A/Bs most of the rest."""
+        grid = self.grid_s()
+        after = self.final_reserve() + self.duel_time()
+        return min(self.left(), grid - self.elapsed()) - after
+
+    def read_at(self, values: dict[str, Any], window: float) -> tuple[str | None, float | None]:
+        """One cell of `values` measured for `window` seconds (a record in the tune's run)."""
+        began = time.monotonic()
+        cell, record = measure_until_counted(
+            self.measured_cell(values, window),
+            kept_run(self.store, 0),
+            self.announce,
+            f"the reading of {describe(values)}",
+        )
+        self._slow_start = self._slow_start or cell.steady_max >= STARTUP_CAP_S
+        self._cell_s = record.number("wall_s") or self._cell_s
+        metric, rate = record_rate(record)
+        if cell.steady_max < STARTUP_CAP_S or self._slow_start:
+            self._launches.append(time.monotonic() - began - window)
+        self.announce(f"    {describe(values)}: {rate:.4g}" if rate else f"    {describe(values)}: no rate")
+        return metric, rate
+
+    def compare_leaders(self, incumbent: dict[str, Any], challenger: dict[str, Any]) -> Duel | None:
+        """Two leaders' A/B (ahead, behind or tied at --min-gain, harness.tune.duel), within what
+        the budget leaves and ending before a grid of the space would have (beside the final
+        A/B); None when that holds fewer than the blocks that can decide. The producers
+        program's leaders, read 2 % apart, spent 147 s undecided and put the tune at 1.17x its
+        grid's time."""
+        budget = min(self.duel_budget(), self.rung_room() + self.duel_time())
+        if budget < self.duel_time():
+            return None
+        opts = self.state.options
+        ab = ABOptions(alpha=opts.step_alpha, budget_s=budget, seed=opts.seed, slicing=self.slicing())
+        got = duel(
+            self.make_cell(incumbent), self.make_cell(challenger), self.store.root, ab, opts.min_gain, self.words,
+            leaders=True,
+        )  # fmt: skip
+        if got.blocks:
+            self._block_s.append(got.seconds / got.blocks)
+        return got
 
     def out_of_budget(self) -> str:
         """What the budget allowed, and what a step costs at the blocks measured so far."""
@@ -188,7 +328,7 @@ class Tuner:
             if not trials:
                 state.conclusion = "every move of every knob was tried from this incumbent"
                 return "converged"
-            queue = self.survey(step, trials)
+            queue = self.modelled(step, self.survey(step, trials))
             while queue:
                 trial = queue.pop(0)
                 # an A/B gets at least the blocks that can decide at all, however slow they run
@@ -215,6 +355,8 @@ class Tuner:
         """The A/B's slices: long enough for the widest gap between progress reports any
         incumbent's evidence showed (both sides of an A/B are sliced alike)."""
         gaps = [s.report_gap_s for s in self.state.steps if s.report_gap_s is not None]
+        if self.state.plan and self.state.plan.get("report_gap_s") is not None:
+            gaps.append(self.state.plan["report_gap_s"])
         return slicing_for(max(gaps) if gaps else None)
 
     def unfinished_step(self) -> tuple[Step, Limit] | None:
@@ -247,6 +389,14 @@ class Tuner:
             if opts.causal_budget_s > 0
             else None
         )
+        pointed = self.pointed(step.incumbent) if step.index > 0 else None
+        if causal is not None and pointed is not None:
+            causal = None  # the readings say which knobs to move: the experiment's seconds would not change it
+            step.causal_skipped = (
+                f"no causal experiment: the model of every reading predicts {describe(pointed[0])} "
+                f"{pointed[1]:.2f}x the incumbent"
+            )
+            self.announce(f"  {step.causal_skipped}")
         cell = self.measured_cell(step.incumbent)
         found = gather(cell, self.store, step.index, causal, self.cores, self.announce)
         self._slow_start = self._slow_start or found.cell.steady_max >= STARTUP_CAP_S
@@ -261,6 +411,8 @@ class Tuner:
             raise UserError(no_rate(found.record, describe(step.incumbent)))
         if step.index == 0 and self.race_cell is not None:
             self.measure_start(step)
+        if step.causal_skipped:
+            found.limit.notes = [n for n in found.limit.notes if n != "no causal experiment"]
         step.limit = found.limit.to_json()
         step.evidence_s = found.seconds
         step.metric, step.rate = record_rate(found.record)
@@ -364,13 +516,18 @@ class Tuner:
             if base:  # the incumbent read as its challengers are: a rate that decays in a run reads
                 # higher in a short window (MCCFR's regret tables grow: 4 s readings 1.2-1.3x its 8 s evidence)
                 metric, rate = self.reading(step.incumbent, step)
-                self.announce(f"  the incumbent read as the screens read it: {rate:.4g} {metric}" if rate else
-                              "  the incumbent's screen reading gave no rate: the moves that read go first, highest first")
+                self.announce(
+                    f"  the incumbent read as the screens read it: {rate:.4g} {metric}"
+                    if rate
+                    else "  the incumbent's screen reading gave no rate: the moves that read go first, highest first"
+                )
             earlier = f" ({len(values) - len(unread)} read earlier)" if len(unread) < len(values) else ""
             way = f" {key[1]}" if key[1] else ""
             self.announce(f"  screen {key[0]}{way}: {', '.join(map(str, values))}, one reading each{earlier}")
             knob = next(k for k in self.state.knobs if k.name == key[0])
-            got = screen(knob, values, lambda value, name=knob.name: self.reading({**step.incumbent, name: value}, step))
+            got = screen(
+                knob, values, lambda value, name=knob.name: self.reading({**step.incumbent, name: value}, step)
+            )
             self.announce(f"    {got.describe()}")
             screens[key] = got
         return self.order(step, trials, screens)
@@ -409,7 +566,9 @@ class Tuner:
             best = got.best() if key[1] else None
             if best is not None and not _same(best, trial.value):
                 params = {**step.incumbent, trial.knob: best}
-                queue.append(Trial(trial.knob, best, f"{trial.why}; the screen's best reading", params, screen=got.to_json()))
+                queue.append(
+                    Trial(trial.knob, best, f"{trial.why}; the screen's best reading", params, screen=got.to_json())
+                )
             else:
                 trial.screen = got.to_json()
             queue.append(trial)
@@ -512,6 +671,64 @@ class Tuner:
                 return True
         return False
 
+    def model(self) -> sampler.Model | None:
+        """The main-effects model of every reading of this session (harness.tune.sampler)."""
+        known = dict(self._read_params)
+        for step in self.state.steps:  # a reading of a setting the trail names (an incumbent, a challenger)
+            for params in [step.incumbent, *(t.params for t in step.trials)]:
+                known.setdefault(key_of(params), params)
+        got = [(known[k], r) for k, (_, r) in self._readings.items() if r and k in known]
+        return sampler.fit(self.state.knobs, got)
+
+    def pointed(self, incumbent: dict[str, Any]) -> tuple[dict[str, Any], float] | None:
+        """The setting not yet read or tried that the model predicts LEAD or more above the
+        incumbent, and the predicted ratio; None when the readings point nowhere."""
+        model = self.model()
+        if model is None:
+            return None
+        skip = set(self._readings) | self.state.tried()
+        best = sampler.best_unread(model, skip, 1)
+        if not best:
+            return None
+        ratio = math.exp(best[0][1] - model.predict(incumbent))
+        return (best[0][0], ratio) if ratio >= 1 + LEAD else None
+
+    def modelled(self, step: Step, queue: list[Trial]) -> list[Trial]:
+        """The queue with the settings the model of every reading predicts LEAD above the
+        incumbent (at most MODELLED_MOST, not yet read or tried) read once each and placed by
+        their readings: before every queued move that read lower (the survey's joint move,
+        unread, stays first). Not for races, nor when the
+        incumbent's reading gave no rate or the budget cannot hold the readings and an A/B."""
+        base = self._readings.get(key_of(step.incumbent), (None, None))[1]
+        model = self.model() if self.race_cell is None and base else None
+        if model is None:
+            return queue
+        skip = set(self._readings) | self.state.tried() | {key_of(t.params) for t in [*step.trials, *queue]}
+        here = model.predict(step.incumbent)
+        picks = [(p, math.exp(v - here)) for p, v in sampler.best_unread(model, skip, MODELLED_MOST)]
+        picks = [(p, r) for p, r in picks if r >= 1 + LEAD]
+        if not picks or self.left() - self.final_reserve() < len(picks) * self.reading_s(step) + self.duel_time():
+            return queue
+        self.announce(f"  the model of {model.readings} readings predicts: "
+                      + ", ".join(f"{describe(p)} {r:.2f}x" for p, r in picks))  # fmt: skip
+        rate = {key_of(t.params): self._readings.get(key_of(t.params), (None, None))[1] for t in queue}
+        for params, predicted in picks:
+            got = self.reading(params, step)[1]
+            self.announce(f"    read {got / base:.2f}x the incumbent" if got else "    no rate")
+            if not got or got < base * (1 + LEAD):
+                continue
+            moved = {k: params[k] for k in sampler.differs(params, step.incumbent)}
+            name, value = (
+                (next(iter(moved)), next(iter(moved.values()))) if len(moved) == 1 else ("+".join(moved), moved)
+            )
+            why = f"the model of {model.readings} readings predicted {predicted:.2f}x; read {got / base:.2f}x"
+            # the survey's joint move (each of its knobs read LEAD above) stays first
+            ranks = [rate.get(key_of(t.params)) or (math.inf if t.joint else 0.0) for t in queue]
+            at = next((i for i, r in enumerate(ranks) if r < got), len(queue))
+            queue.insert(at, Trial(name, value, why, params))
+            rate[key_of(params)] = got
+        return queue
+
     def reading_s(self, step: Step) -> float:
         """What one screen reading is guessed to cost: its window and a launch, or the last
         measured cell's time if that was longer."""
@@ -522,7 +739,7 @@ class Tuner:
         progress came in bursts (a short window may see no report: rl_zoo3's readings of 64
         and 256 steps read "no rate")."""
         opts = self.state.options
-        return opts.evidence_s if step.report_gap_s is not None else min(opts.screen_s, opts.evidence_s)
+        return opts.evidence_s if bursty(step.report_gap_s) else min(opts.screen_s, opts.evidence_s)
 
     def reading(self, values: dict[str, Any], step: Step) -> tuple[str | None, float | None]:
         """One `--screen`-long cell of `values` (a record in the tune's run): its headline and
@@ -540,6 +757,7 @@ class Tuner:
             self._slow_start = self._slow_start or cell.steady_max >= STARTUP_CAP_S
             self._cell_s = record.number("wall_s") or self._cell_s
             self._readings[key] = record_rate(record)
+            self._read_params[key] = dict(values)
         return self._readings[key]
 
     def trial(self, step: Step, trial: Trial, budget: float) -> None:
@@ -564,11 +782,25 @@ class Tuner:
         if self.race_cell is not None:
             race_opts = RaceOptions(alpha=alpha, budget_s=budget, min_gain=opts.min_gain, seed=opts.seed)
             return race(self.race_cell(incumbent), self.race_cell(challenger), self.store, race_opts)
-        ab = ABOptions(alpha=alpha, budget_s=budget, seed=opts.seed, slicing=self.slicing())
+        slicing = self.slicing()
+        if final and self.far_from_start():
+            slicing = replace(slicing, pairs=1)
+        ab = ABOptions(alpha=alpha, budget_s=budget, seed=opts.seed, slicing=slicing)
         return duel(
             self.make_cell(incumbent), self.make_cell(challenger), self.store.root, ab, opts.min_gain, self.words,
             stop_futile=not final,
         )  # fmt: skip
+
+    def far_from_start(self) -> bool:
+        """Whether a whole screen read the winner beyond twice the noise band above the start: its
+        final A/B then measures one pair a block (a gap that large is decided by the blocks'
+        signs, and fresh processes, not pairs within a block, carry the noise of an idle
+        machine: harness.ab.experiment.next_pairs picks one there too). The producers program's
+        final A/B took 6 blocks of 15.5 s with the first blocks' two pairs: half a grid of its
+        six settings."""
+        screened = self.state.halving or {}
+        over = screened.get("winner_over_start")
+        return over is not None and over > halving.band(screened.get("noise_sd", halving.NOISE_FLOOR)) ** 2
 
     # ------------------------------------------------------------------ proposals
     def propose(self, incumbent: dict[str, Any], limit: Limit, previous: Step | None) -> list[Trial]:
@@ -695,6 +927,21 @@ def neighbours(knob: Knob, value: Any, no_up: bool) -> list[Any]:
     if knob.ordered:
         return [v for v in ((None if no_up else knob.step(value, "up")), knob.step(value, "down")) if v is not None]
     return [v for v in knob.values if not _same(v, value)]
+
+
+def against_grid(made: dict[str, Any], tune_s: float) -> str:
+    """The tune's seconds beside a grid's of the same space (the plan's estimate)."""
+    grid = float(made.get("grid_s") or 0.0)
+    if not grid:
+        return f"the tune took {tune_s:.0f} s"
+    return (
+        f"the tune took {tune_s:.0f} s; a grid of one {plan.GRID_WINDOW_S:g} s reading of each of its "
+        f"{made['settings']} settings would take about {grid:.0f} s ({tune_s / grid:.2f}x)"
+    )
+
+
+def describe_space(knobs: list[Knob]) -> str:
+    return " x ".join(f"{k.name} ({len(k.values)})" for k in knobs)
 
 
 def describe(values: dict[str, Any]) -> str:

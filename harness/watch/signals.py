@@ -270,6 +270,9 @@ def collect(
         runnable = {str(p): round(100.0 * rates[p]["runnable_cores"], 2) for p in workers if "runnable_cores" in rates[p]}
         if runnable:
             metrics["worker_runnable_pct"] = runnable
+        wakeups = {str(p): round(rates[p]["wakeups_hz"], 1) for p in workers if "wakeups_hz" in rates[p]}
+        if wakeups:
+            metrics["worker_wakeups_hz"] = wakeups
         others = [p for p in program_pids if roles.get(p) != WORKERS]
         metrics["main_cpu_pct"] = 100.0 * sum(rates[p].get("cpu_cores", 0.0) for p in others)
         busiest = max(others, key=lambda p: rates[p].get("cpu_cores", 0.0), default=None)

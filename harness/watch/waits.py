@@ -30,7 +30,9 @@ from harness.model.stats import spread_summary
 from harness.monitors.waits import WaitSamples
 
 # The signals only the wait reader gives: absent when it read nothing (harness.monitors.blind).
-FROM_WAITS = ("watch_waits", "watch_waits_procs", "waits_on", "client_wait_share", "server_idle_share")
+FROM_WAITS = (
+    "watch_waits", "watch_waits_procs", "waits_on", "worker_blocked_pct", "client_wait_share", "server_idle_share"
+)  # fmt: skip
 MIN_ACTIVE_CORES = 0.02  # a holder that used less CPU than this is not who a process waits on
 ACTIVE_OF_TOP = 0.5  # of several holders, those within half the busiest one's CPU: the creator of a
 # semaphore (the suite's main, on 0.14 cores) holds it beside the server that posts it (0.32)
@@ -198,7 +200,9 @@ def metrics(
 ) -> dict[str, Any]:
     """The record's view: `watch_waits` (the role edges, described); `waits_on` (what the
     workers wait on, for IDLE_WORKERS: the role and pids the largest edge of theirs leads
-    to, and its median share); where workers and one server wait on each other, the
+    to, and its median share); `worker_blocked_pct` (each worker's share of the sampled instants
+    it waited on another process of the program: evidence of idleness per worker, measured
+    where stacks were not sampled); where workers and one server wait on each other, the
     pipeline's shares PIPELINE_BOUND reads (`client_wait_share`: the workers' median share
     blocked on the server, `server_idle_share`: the server's share blocked on the workers);
     `worker_dormant`: workers that woke less than once a second (`wakeups`, pid -> Hz) while
@@ -221,6 +225,14 @@ def metrics(
     for edge in each:  # strongest first
         strongest.setdefault(edge.waiter, edge)
     out["watch_waits_procs"] = {str(pid): _short(edge, roles) for pid, edge in strongest.items()}
+    blocked_on_peers: dict[str, float] = defaultdict(float)
+    for edge in each:
+        if edge.peers and roles.get(edge.waiter) == WORKERS:
+            blocked_on_peers[str(edge.waiter)] += edge.share
+    if blocked_on_peers:  # a worker with no such edge waited on no other process (or under MIN_EDGE_SHARE)
+        out["worker_blocked_pct"] = {
+            str(p): round(100.0 * blocked_on_peers.get(str(p), 0.0), 1) for p in pids_of_role.get(WORKERS, [])
+        }
     workers = [e for e in found if e["waiter"] == WORKERS]
     if workers:
         top = max(workers, key=lambda e: e["blocked"]["median"])

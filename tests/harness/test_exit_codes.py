@@ -1,4 +1,4 @@
-"""The exit codes the guide's tables promise (docs/guide/sweeps.md, ab-and-gates.md), for the commands this module owns.
+"""The exit codes docs/guide/commands.md's table promises (and each command's --help), for the commands this module owns.
 
 sweep: 0/1/2 in test_sweep_cli.py, 130 in test_interrupts.py; run: 0/1/2 in test_sweep_cli.py
 and test_extras.py; --version in test_extras.py; resume's 2 in test_resume.py."""

@@ -148,8 +148,10 @@ def violations(rule) -> list[str]:
             if loud:
                 out.append(f"{name}, {doubt}: not refused nor marked: {loud[0]}")
     for doubt, (change, signals) in BLIND.items():
-        if raw(rule, degraded(dropping(signals))) != healthy:  # it rests on that instrument
-            loud = [f.hint for f in kept(rule, degraded(change)) if not marked(f)]
+        without = raw(rule, degraded(dropping(signals)))
+        if without != healthy:  # it rests on that instrument
+            # honest: refused or marked, or what it finds without the instrument (other evidence, said so)
+            loud = [f.hint for f in kept(rule, degraded(change)) if not marked(f) and f not in without]
             if loud:
                 out.append(f"{name}, {doubt}: not refused nor marked: {loud[0]}")
     return out

@@ -522,10 +522,12 @@ def test_a_program_whose_progress_comes_in_bursts_gets_slices_that_span_them(tmp
     rec.metrics["global_step_per_s"] = rec.metrics.pop("steps_per_s")
     rec.series = "series/c-0.csv"
     assert report_gap(tmp_path, rec) == pytest.approx(38.42 - 35.25)
-    assert slicing_for(1.2).slice_s == pytest.approx(SLICE_CYCLES * (1.2 + SAMPLE_S))
+    assert slicing_for(1.6).slice_s == pytest.approx(SLICE_CYCLES * (1.6 + SAMPLE_S))
     assert slicing_for(3.17).slice_s == slicing_for(30).slice_s == MAX_SLICE_S
     assert slicing_for(3.17).max_slice_s > slicing_for(3.17).slice_s
     assert slicing_for(0.9) == slicing_for(None) == SliceOptions()  # a program that reports often: the A/B's own
+    # a counter that grew at every sample, read a sample period apart with its jitter: not bursts
+    assert slicing_for(1.018) == SliceOptions()
     assert report_gap(tmp_path, record(None)) is None
     # the actor-learner's evidence cell: env_steps steadily at every 1 s sample, then the level
     # held to the cell's end (a stopped row 1.8 s later): no gap between reports, the A/B's own slices
@@ -537,10 +539,20 @@ def test_a_program_whose_progress_comes_in_bursts_gets_slices_that_span_them(tmp
     assert slicing_for(report_gap(tmp_path, rec)) == SliceOptions()
     # a 1 s evidence window holds one sample interval: grown, it is no gap (1.013 s read as one
     # gave the end-to-end tune test 6 s slices)
-    lines = ["t_s,phase,metric,value", "5.0,measure,global_step,1000", "6.013,measure,global_step,1130", "6.013,stopped,global_step,1130"]
+    lines = [
+        "t_s,phase,metric,value",
+        "5.0,measure,global_step,1000",
+        "6.013,measure,global_step,1130",
+        "6.013,stopped,global_step,1130",
+    ]
     (tmp_path / "series" / "c-0.csv").write_text("\n".join(lines) + "\n")
     assert report_gap(tmp_path, rec) is None
-    lines = ["t_s,phase,metric,value", "5.0,measure,global_step,1000", "6.013,measure,global_step,1000", "6.013,stopped,global_step,1000"]
+    lines = [
+        "t_s,phase,metric,value",
+        "5.0,measure,global_step,1000",
+        "6.013,measure,global_step,1000",
+        "6.013,stopped,global_step,1000",
+    ]
     (tmp_path / "series" / "c-0.csv").write_text("\n".join(lines) + "\n")
     assert report_gap(tmp_path, rec) == pytest.approx(1.013)  # it stood still: a gap
     # the same samples with one standing still: a gap of two samples
@@ -792,8 +804,13 @@ def test_a_lone_knob_above_the_incumbent_goes_before_the_evidences_order(tmp_pat
     t, read = surveying_tuner(tmp_path, monkeypatch, rate, lambda p: False)
     t.search()
     tried = [(x.knob, x.value) for x in t.state.steps[0].trials]
-    assert tried[0] == ("batch", 400) and ("staleness", 1) in tried[1:]
-    assert not any(x.joint and not x.why.startswith("two knobs") for x in t.state.steps[0].trials)  # no pattern move
+    # the model of every reading puts the two together (batch 400 and staleness 1 each read
+    # above their knob's others): read 1.1x batch 400's, it goes first, then batch 400
+    assert tried[0] == ("batch+staleness", {"batch": 400, "staleness": 1})
+    assert "the model of" in t.state.steps[0].trials[0].why
+    assert tried[1] == ("batch", 400) and ("staleness", 1) in tried[2:]
+    pattern = [x for x in t.state.steps[0].trials if x.joint and "two knobs" not in x.why and "model" not in x.why]
+    assert not pattern  # no pattern move: one knob read 20 % above
 
 
 def test_with_no_reading_of_the_incumbent_the_moves_that_read_go_first_highest_first(tmp_path, monkeypatch):

@@ -395,6 +395,78 @@ def test_a_worker_whose_stacks_wait_while_the_kernel_runs_it_is_not_idle():
     assert "IDLE_WORKERS" not in [r for r, _ in rules_of({**unsampled, "worker_runnable_pct": {"1": 95.0, "2": 97.0}})]
 
 
+def test_workers_without_stacks_that_wake_to_find_nothing_are_idle_and_busy_ones_are_not():
+    """128 pool workers handed 100 // 128 units on 2 cores: py-spy sampled 21, the other 107
+    each sat runnable 7-10 % of a core (the run queue after every wake-up) while they ran 0.5 %,
+    waking 130 times a second: the 5 % line on what they wanted missed them all."""
+    pids = [str(p) for p in range(1, 11)]
+    woken = {
+        "worker_cpu_pct": dict.fromkeys(pids, 0.52),
+        "worker_runnable_pct": dict.fromkeys(pids, 9.9),
+        "worker_wakeups_hz": dict.fromkeys(pids, 131.0),
+        "log_iter_per_s": 100.0,
+    }
+    (finding,) = findings_of(woken)
+    assert finding.rule == "IDLE_WORKERS" and finding.evidence["idle_by"] == {"cpu": 10}
+    assert "by CPU, wake-ups and run queue for 10" in finding.hint
+    # the same CPU in few long runs a second: work that a crowded machine starves, not a wait
+    assert rules_of({**woken, "worker_wakeups_hz": dict.fromkeys(pids, 4.0)}) == []
+    # milliseconds of CPU a wake-up: each wake-up does work
+    assert rules_of({**woken, "worker_cpu_pct": dict.fromkeys(pids, 4.0), "worker_wakeups_hz": dict.fromkeys(pids, 30.0)}) == []
+    # wanting most of a core: busy, whatever the rest says
+    assert rules_of({**woken, "worker_runnable_pct": dict.fromkeys(pids, 80.0)}) == []
+
+
+def test_workers_the_proc_wait_edges_show_blocked_on_another_process_are_idle():
+    """Most workers blocked on one process most of the time is idleness measured: each
+    unsampled worker is judged by its own edges, and the finding says what judged how many."""
+    pids = [str(p) for p in range(1, 11)]
+    blocked = {
+        "worker_cpu_pct": dict.fromkeys(pids, 2.0),
+        "worker_runnable_pct": dict.fromkeys(pids, 5.5),  # few wake-ups, so the CPU alone would not say
+        "worker_wakeups_hz": dict.fromkeys(pids, 5.0),
+        "worker_blocked_pct": {**dict.fromkeys(pids[:7], 100.0), **dict.fromkeys(pids[7:], 40.0)},
+        "worker_wait_pct": {"1": 99.0, "2": 98.0},
+        "waits_passes": 30,
+        "log_iter_per_s": 100.0,
+    }
+    (finding,) = findings_of(blocked)
+    assert finding.evidence["idle_by"] == {"stacks": 2, "waits": 5}
+    assert "by their stacks for 2, /proc wait edges for 5" in finding.hint
+    assert rules_of({**blocked, "worker_blocked_pct": dict.fromkeys(pids, 40.0)}) == []  # 2 of 10
+    # the kernel's word stands over the edges: a worker that wanted most of a core is not idle
+    assert rules_of({**blocked, "worker_runnable_pct": dict.fromkeys(pids, 90.0)}) == []
+    # an instrument that saw nothing gives no evidence: the wait reader blind, the edges unread
+    assert rules_of({**blocked, "waits_asleep": 900, "waits_unreadable": 900}) == []
+    # three passes give each worker 0, 33, 67 or 100 %: not its own evidence, only the pool's
+    assert rules_of({**blocked, "waits_passes": 3}) == []  # pooled 82 %
+    most = {**blocked, "waits_passes": 3, "worker_blocked_pct": {**dict.fromkeys(pids, 100.0), "10": 40.0}}
+    (finding,) = findings_of(most)  # pooled 94 %: the eight unsampled workers judged by it
+    assert finding.evidence["idle_by"] == {"stacks": 2, "waits": 8}
+
+
+def test_workers_starved_of_a_cpu_are_not_idle_whatever_the_samplers_saw():
+    """The split control at the seeds' scale: 100 pool workers with a game each on 2 cores.
+    Each ran 1.7 % of a core, 3.6 ms a wake-up, and sat 31 % in the run queue; the samplers,
+    which wait for a core too, saw them asleep: stacks 92 % waiting, blocked at every pass."""
+    pids = [str(p) for p in range(1, 11)]
+    starved = {
+        "worker_cpu_pct": dict.fromkeys(pids, 1.7),
+        "worker_runnable_pct": dict.fromkeys(pids, 33.0),
+        "worker_wakeups_hz": dict.fromkeys(pids, 4.7),
+        "worker_wait_pct": dict.fromkeys(pids[:3], 92.0),
+        "worker_blocked_pct": dict.fromkeys(pids, 100.0),
+        "waits_passes": 2,
+        "log_iter_per_s": 2.7,
+    }
+    assert rules_of(starved) == []
+    # the same samples, the run queue short: they had nothing to do, and the finding stands
+    assert ("IDLE_WORKERS", "warning") in rules_of({**starved, "worker_runnable_pct": dict.fromkeys(pids, 4.0)})
+    # the same run queue, each wake-up bringing nothing: the lost-work failure
+    woken = {**starved, "worker_cpu_pct": dict.fromkeys(pids, 0.1), "worker_wakeups_hz": dict.fromkeys(pids, 36.0)}
+    assert ("IDLE_WORKERS", "warning") in rules_of(woken)
+
+
 def test_what_a_process_wanted_is_what_its_threads_ran_and_queued():
     from harness.monitors.procstat import ProcInfo
     from harness.watch.signals import _runnable_cores

@@ -3,6 +3,7 @@
 `floor`: each of 16 workers plays `batch // workers` = 12 // 16 = 0 games, so no game is
 played, yet the loop counts the batch as done. `split`: the first `batch % workers`
 workers get one game more (12 workers with one game each) and idle workers are not started.
+`lost_work.py floor 128 100` is the seeds' scale: a pool of 128 processes handed 100 // 128.
 """
 
 import multiprocessing as mp
@@ -28,7 +29,9 @@ def split(total, workers):
 
 if __name__ == "__main__":
     mode = sys.argv[1]
-    shares = [BATCH // WORKERS] * WORKERS if mode == "floor" else split(BATCH, WORKERS)
+    workers = int(sys.argv[2]) if len(sys.argv) > 2 else WORKERS
+    batch = int(sys.argv[3]) if len(sys.argv) > 3 else BATCH
+    shares = [batch // workers] * workers if mode == "floor" else split(batch, workers)
     with mp.Pool(len(shares)) as pool:
         it, last, t = 0, 0, time.time()
         while True:
