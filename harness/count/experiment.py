@@ -36,6 +36,7 @@ from harness.running.matrix import Cell
 from harness.runs.record import cell_label, explicit_params
 
 RUN_TIMEOUT_S = 600.0
+SIDE_DIRS = {"base": "base", "candidate": "cand"}  # run directories' names, of one length
 PILOT_HALF_S = 0.5  # a pilot's half, at least, under valgrind with nothing counted (~20x slower than native)
 
 
@@ -137,6 +138,13 @@ def target(cell: Cell, side: Side, scratch: Path) -> Target:
     return Target(argv, side.root, env)
 
 
+def run_dir(side: str, i: int) -> str:
+    """A counted run's directory, of the same length for both sides: a suite's cell gets a path
+    in it on its command line, and paths of different lengths moved the allocator's work (the
+    actor-learner's identical revisions counted 1.0012 apart as base-1 against candidate-1)."""
+    return f"{SIDE_DIRS[side]}-{i + 1}"
+
+
 def this_harness(where: Path) -> Path:
     """A directory holding only `harness`, a link to the running harness's package, put first
     on a suite cell's PYTHONPATH: both sides' cells then run this harness's cell, probe and
@@ -201,7 +209,7 @@ def count_cell(
 
     def one(job: tuple[str, int]) -> tuple[str, Counted | str]:
         name, i = job
-        out = here / f"{name}-{i + 1}"
+        out = here / run_dir(name, i)
         out.mkdir(parents=True, exist_ok=True)
         tgt = target(cell, sides[name], out)
         try:
@@ -243,6 +251,9 @@ def count_cell(
     if result.verdict.decision in ("regression", "undecided") and opts.tool == "callgrind":  # dumps: callgrind's
         b, c = result.base[0], result.candidate[0]
         result.growth = growth(
-            window_costs(here / "base-1"), sum(b.units), window_costs(here / "candidate-1"), sum(c.units)
+            window_costs(here / run_dir("base", 0)),
+            sum(b.units),
+            window_costs(here / run_dir("candidate", 0)),
+            sum(c.units),
         )
     return result
