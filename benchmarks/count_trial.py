@@ -148,15 +148,19 @@ def one(repo: Path, base: str, cand: str, wrap: list[str], out: Path, extra: lis
             "waits": {k: waits.get(k) for k in ("ratio", "ratio_low", "ratio_high", "n")},
             "waits_s": (cell.get("waits") or {}).get("elapsed_s"),
         }
+        record["ab_s"] = ab_seconds(record)
     return record
 
 
 def ab_seconds(record: dict) -> float | None:
     """The A/B's own seconds (its run.json's start to end: the harness's start-up of about a
-    second not in it), not the time `--wrap` waited for the machine."""
+    second not in it), not the time `--wrap` waited for the machine. Kept in the record as
+    `ab_s`, so that a saved file is read without the A/B's directory."""
     from datetime import datetime
 
-    if not record.get("dir"):
+    if record.get("ab_s") is not None:
+        return record["ab_s"]
+    if not record.get("dir") or not (Path(record["dir"]) / "run.json").is_file():
         return None
     meta = json.loads((Path(record["dir"]) / "run.json").read_text())
     if not meta.get("ended"):
