@@ -1,5 +1,5 @@
-"""The causal calibration campaign (issue 43): `harness causal` at its default options over
-programs whose bottleneck is known by construction (tests/programs/causal/, and the issue's
+"""The causal calibration campaign: `harness causal` at its default options over
+programs whose bottleneck is known by construction (tests/programs/causal/, and a
 pipeline /work/shared/experiments/pipeline_cadence.py, run, not imported), scored against
 that truth.
 

@@ -17,8 +17,8 @@ anytime-valid test, the harness's included, needs more) calls it "ok" at a toler
 (log(1 - d) on the log scale) when |mean| + z_(1-alpha) s < d, which happens with
 probability 2 Phi(d / s - z) - 1. This script estimates sigma_w, sigma_b, a and b from a
 campaign file (`gate_trial.py --save`), per cell, from every trial's blocks (each trial's
-mean taken out, so planted arms count too), and prints that probability at the budgets of
-issue 45 and the budget the best test would need for 95 %.
+mean taken out, so planted arms count too), and prints that probability at the gate's
+target budgets and the budget the best test would need for 95 %.
 
     python benchmarks/gate_bound.py benchmarks/data/ab_trial-idle-2026-11-27.json
 

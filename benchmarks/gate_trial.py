@@ -89,7 +89,7 @@ PLANTS = {
         "COST_S = 0.002 * {factor}  # CPU seconds an iteration; planted by gate_trial\n",
     ),
 }
-# issue 45: identical code "ok" within 120 s, a 5 % slowdown a regression within 180 s, 10 % within 90 s
+# the gate's targets: identical code "ok" within 120 s, a 5 % slowdown a regression within 180 s, 10 % within 90 s
 DEFAULT_BUDGETS = "1.10:90,1.05:180,1.0:120"
 GOALS = {1.10: 0.95, 1.05: 0.90, 1.0: 0.95}  # the share of trials that must decide right within the budget
 
@@ -263,7 +263,7 @@ def _decision_table(trials: list[dict]) -> None:
 
 
 def _acceptance(trials: list[dict]) -> None:
-    """Against issue 45's goals: per cell and arm, the share of trials that decided right
+    """Against the gate's targets: per cell and arm, the share of trials that decided right
     (a planted slowdown a regression, identical code ok) within the arm's budget, with its
     95 % Clopper-Pearson interval, and the false regressions on identical code; the load
     average (1 min) at the trials' starts."""

@@ -1,4 +1,4 @@
-"""Where the processes backend loses against sequential on Leduc (docs/benchmarks.md, MCCFR,
+"""Where the processes backend loses against sequential on Leduc (docs/records/2026-11-22-mccfr.md,
 "Re-measured idle"): the kernel's time per 10,000 iterations in-process against inside a
 pool worker, and the pool's throughput with and without workers pinned to cores.
 

@@ -1,6 +1,6 @@
 """Do two revisions of the harness write the same reports of the same stored runs?
 
-A refactor of the report path (issue 37: one view of a run handed to every writer) must not
+A refactor of the report path (one view of a run handed to every writer) must not
 change what a user reads. This runs `harness report RUN --csv --markdown` and
 `harness diagnose RUN --json` with a base revision (a temporary git worktree) and with the
 working tree, each over its own copy of every run directory given, and compares what they

@@ -1,4 +1,4 @@
-"""`harness tune` against an exhaustive grid, from each seed's bad start (issue 44's acceptance).
+"""`harness tune` against an exhaustive grid, from each seed's bad start.
 
 For one seed, in one sitting, on this machine:
 

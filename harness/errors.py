@@ -1,7 +1,8 @@
 """Errors the CLI turns into a message and an exit code, never a traceback.
 
 UserError is the user's to fix (exit 2). StorageError is the harness's environment's: one of
-its own files could not be written (exit 74).
+its own files could not be written (exit 74). ClusterLost is the harness's environment's too:
+the Ray cluster a sweep ran on lost its head (exit 75).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 USER_ERROR_EXIT = 2
 STORAGE_EXIT = 74  # sysexits.h's EX_IOERR: "an error occurred while doing I/O on some file"
+CLUSTER_EXIT = 75  # sysexits.h's EX_TEMPFAIL: "a temporary failure ... the user is invited to retry"
 
 # What to do about each errno a write of the harness meets, before `then` (how to go on).
 _REMEDIES = {
@@ -82,3 +84,31 @@ class StorageError(Exception):
 def is_storage_error(exc: BaseException) -> bool:
     """An OSError that says the environment refused a write (full, read-only, failing)."""
     return isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS
+
+
+class ClusterLost(Exception):
+    """The Ray cluster's head (its GCS) stopped answering for longer than the sweep's grace:
+    the cluster is gone, and with it every cell still running on it. Neither the user's input
+    nor the program's failure; what was recorded is intact (each record was appended whole and
+    fsynced as it came), and `harness sweep --resume RUN_DIR --executor ray --address NEW_HEAD`
+    runs what is missing. The sweep that stops on it fills in `run_dir`; the CLI prints it and
+    exits 75."""
+
+    def __init__(self, address: str, lost_at: str, grace_s: float, running: int) -> None:
+        super().__init__(address)
+        self.address = address
+        self.lost_at = lost_at
+        self.grace_s = grace_s
+        self.running = running  # cell-repeats that were running on the cluster then
+        self.run_dir: Path | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.run_dir}" if self.run_dir is not None else "RUN_DIR"
+        running = (
+            f"; the {self.running} cell-repeat(s) running on it are recorded `harness-error`" if self.running else ""
+        )
+        return (
+            f"the Ray cluster's head at {self.address} was lost at {self.lost_at} (no answer for {self.grace_s:g} s)"
+            f"{running}. What was recorded before is intact; start a new head (and its nodes), then "
+            f"harness sweep --resume {where} --executor ray --address NEW_HEAD:PORT"
+        )

@@ -195,6 +195,7 @@ def code_defaults() -> dict[tuple[str, str], str]:
     from harness.analysis.gating import DEFAULT_TOLERANCE as GATE_TOLERANCE
     from harness.cell.targets import DEFAULT_CAP_S, DEFAULT_EVERY_S
     from harness.running.cell_log import DEFAULT_CAP_MB
+    from harness.running.executors.ray import DEFAULT_ATTEMPTS, DEFAULT_GRACE_S
     from harness.running.matrix import DEFAULT_DEADLINE_SLACK_S, DEFAULT_DURATION_S, DEFAULT_STEADY_MAX_S
 
     def pct(x: float) -> str:
@@ -225,6 +226,8 @@ def code_defaults() -> dict[tuple[str, str], str]:
         found[(name, "--log-cap-mb")] = f"default {DEFAULT_CAP_MB:g}"
     found[("watch", "--log-cap-mb")] = f"default {DEFAULT_CAP_MB:g}"
     found[("tune", "--target-every")] = f"default {DEFAULT_EVERY_S:g}"
+    found[("sweep", "--node-attempts")] = f"[default: {DEFAULT_ATTEMPTS};"
+    found[("sweep", "--node-grace")] = f"[default: {DEFAULT_GRACE_S};"
     return found
 
 
@@ -241,7 +244,7 @@ def help_default(command: Any, flag: str) -> str | None:
     """The default `--help` gives for a flag: click's `[default: X]`, else the first value after
     the word default in its help (None when it gives none as a number)."""
     text = option_help(command, flag)
-    shown = re.search(r"\[default: ([^\]]+)\]", text)
+    shown = re.search(r"\[default: ([^\];]+)", text)  # click adds a range after ";"
     if shown:
         return shown.group(1)
     said = re.search(r"\bdefault:? (\d[\d.]*\s?%?)", text)

@@ -11,6 +11,7 @@ from harness.report import where
 from harness.report.csv import write_csv
 from harness.report.terminal import console_for_stdout, render, render_findings
 from harness.roofline.efficiency import latest_limits, with_efficiency
+from harness.runs import nodes
 from harness.runs.record import Record
 from harness.runs.store import RunStore
 from harness.runs.view import RunView, build_view
@@ -69,6 +70,9 @@ def finish_report(store: RunStore, records: list[Record], quiet: bool) -> list[F
         print(line)
     for line in where.blind_lines(records):  # an empty table must not read as health
         print(f"warning: {line}")
+    for row in nodes.rows(view.records, view.meta):  # a sweep on Ray: where cells ran, which nodes were lost
+        if row.lost or not quiet:
+            print(f"Ray node {row.line()}")
     failed = sum(not r.ok for r in records)
     print(f"{len(records)} cell-repeats, {failed} failed; run directory: {store.root}")
     print("reports: " + ", ".join(str(p) for p in paths))

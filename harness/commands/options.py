@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 import typer
 import typer.core
 
-from harness.errors import STORAGE_EXIT, USER_ERROR_EXIT, StorageError, UserError, is_storage_error
+from harness.errors import (
+    CLUSTER_EXIT,
+    STORAGE_EXIT,
+    USER_ERROR_EXIT,
+    ClusterLost,
+    StorageError,
+    UserError,
+    is_storage_error,
+)
 from harness.runs import DEFAULT_RESULTS
 
 if TYPE_CHECKING:
@@ -28,7 +36,8 @@ if TYPE_CHECKING:
 def user_errors_exit_2(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A command's return value as its exit code; bad input (UserError) exits 2 with one
     line on stderr, a file the harness could not write (StorageError, or an OSError of a
-    full, failing or read-only disk no writer caught) 74, Ctrl-C 130."""
+    full, failing or read-only disk no writer caught) 74, a Ray cluster whose head was lost
+    (ClusterLost) 75, Ctrl-C 130."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -40,6 +49,9 @@ def user_errors_exit_2(fn: Callable[..., Any]) -> Callable[..., Any]:
         except StorageError as exc:
             print(f"error: {exc}", file=sys.stderr)
             raise typer.Exit(STORAGE_EXIT) from None
+        except ClusterLost as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise typer.Exit(CLUSTER_EXIT) from None
         except OSError as exc:  # a write no writer of the harness caught: still the disk, said so
             if not is_storage_error(exc):
                 raise

@@ -22,6 +22,7 @@ EXITS = options.exit_codes(
     1 some cells failed (every other cell still ran)
     2 bad input, a suite whose extra is missing, or --resume at another commit without --force
     74 a file of the run could not be written (a full or read-only disk; the message names it): free space, then --resume the run
+    75 the Ray cluster's head was lost (--executor ray): what was recorded is intact; start a new head, then --resume the run against it
     130 Ctrl-C or SIGTERM: run.json says interrupted, and --resume finishes it
     """
 )
@@ -50,6 +51,16 @@ def sweep(
     quiet: bool = typer.Option(False, "--quiet", help="plain lines, failures only"),
     executor: str = typer.Option("local", "--executor", help="local or ray"),
     address: str = typer.Option(None, "--address", help="Ray cluster address (with --executor ray)"),
+    node_attempts: int = typer.Option(
+        3, "--node-attempts", min=1, help="with --executor ray: attempts of a cell-repeat whose node is lost under it"
+    ),
+    node_grace: float = typer.Option(
+        30.0,
+        "--node-grace",
+        min=1.0,
+        help="with --executor ray: seconds waited beyond a cell's longest time on a node that does not answer, "
+        "and on a silent head before the sweep stops",
+    ),
     memory_limit: float = options.MemoryOpt,
     log_cap: float = options.LogCapOpt,
     force: bool = typer.Option(
@@ -68,7 +79,8 @@ def sweep(
                             log_cap=log_cap, repeats=repeats)  # fmt: skip
     overrides = build_overrides(suite, workers, backend, set_, budget, label, program)
     return main(spec_path=spec, overrides=overrides, out=out, resume=resume, quiet=quiet, executor=executor,
-                address=address, force=force, retry_failed=retry_failed)  # fmt: skip
+                address=address, force=force, retry_failed=retry_failed, node_attempts=node_attempts,
+                node_grace=node_grace)  # fmt: skip
 
 
 def build_overrides(
@@ -111,6 +123,8 @@ def main(
     address: str | None = None,
     force: bool = False,
     retry_failed: bool = False,
+    node_attempts: int | None = None,
+    node_grace: float | None = None,
 ) -> int:
     """The sweep itself: a new run of the spec with the command line's overrides, or the
     missing (and with retry_failed the failed) cells of the run `resume`."""
@@ -143,7 +157,7 @@ def main(
             store = new_run(out, spec, cells, sys.argv)
         with run_state(store):
             interrupts.check()
-            runner = get_executor(executor, address)
+            runner = get_executor(executor, address, attempts=node_attempts, grace_s=node_grace)
             records = execute(store, cells, runner, Progress(quiet=quiet), retry_failed)
             interrupts.check()  # a Ctrl-C during the last cell is an interrupt, not a finish
             mark_finished(store)  # before the reports, which state how the run ended

@@ -21,7 +21,7 @@ from harness.model.registry import vocabulary_of
 from harness.report import evidence, figures, where
 from harness.report.html_page import Charts, Raw, esc, fmt, page, table
 from harness.report.markdown import run_end
-from harness.runs import provenance
+from harness.runs import nodes, provenance
 from harness.runs.files import write_atomic
 from harness.runs.record import Record, number
 from harness.runs.view import RunView, SuiteView, varying_params
@@ -164,7 +164,8 @@ def _table_metrics(records: list[Record], rate: str | None) -> list[str]:
 def cells_table(records: list[Record], rate: str | None) -> str:
     varying = varying_params(records) or list(records[0].params)[:4]
     metrics = _table_metrics(records, rate)
-    headers = ["id", "repeat", *varying, "status", "reason", *metrics, "warnings"]
+    on_nodes = any(nodes.node_of(r) for r in records)  # a sweep on Ray: the node each repeat ran on
+    headers = ["id", "repeat", *varying, "status", "reason", *metrics, *(["Ray node"] if on_nodes else []), "warnings"]
     rows, attrs = [], []
     seen: set[str] = set()
     for rec in records:
@@ -184,6 +185,7 @@ def cells_table(records: list[Record], rate: str | None) -> str:
                 status,
                 rec.reason or "",
                 *(_rate_cell(rec, m) if m == rate else rec.metrics.get(m) for m in metrics),
+                *([nodes.node_of(rec) or ""] if on_nodes else []),
                 "; ".join(str(w) for w in rec.warnings),
             ]
         )
@@ -303,6 +305,21 @@ def suite_section(
     return "\n".join(parts)
 
 
+def nodes_section(view: RunView) -> str:
+    """The Ray nodes the cells ran on, when each joined and was lost (harness.runs.nodes);
+    nothing for a run that did not run on Ray."""
+    found = nodes.rows(view.records, view.meta)
+    if not found:
+        return ""
+    headers = ["node", "role", "joined", "lost", "why", "cell-repeats recorded", "ok", "lost with it (run again)"]
+    rows = [
+        [r.label, r.role, r.joined or "", r.lost or "", r.why or "", r.recorded, r.ok, ", ".join(r.cells_lost)]
+        for r in found
+    ]
+    attrs = [' class="status-harness-error"' if r.lost else "" for r in found]
+    return f'<section id="ray-nodes"><h2>Ray nodes</h2>{table(headers, rows, attrs)}</section>'
+
+
 def render_run(run_dir: Path, view: RunView) -> str:
     meta, records = view.meta, view.records
     findings = view.findings_json()
@@ -316,6 +333,7 @@ def render_run(run_dir: Path, view: RunView) -> str:
         nav = " · ".join(f'<a href="#suite-{esc(s)}">{esc(s)}</a>' for s in suites)
         parts.append(f"<nav>Suites: {nav} · <a href='#findings'>findings</a></nav>")
     parts.append(findings_section(findings, view.refused_lines()))
+    parts.append(nodes_section(view))
     tune_doc = _tune_document(run_dir)
     if tune_doc is not None:
         from harness.report.tune import html_section

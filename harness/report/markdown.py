@@ -16,8 +16,10 @@ from harness.diagnosis.findings import severity_rank
 from harness.model.numbers import readable
 from harness.report import evidence
 from harness.report.html_page import fmt
+from harness.runs import nodes
 from harness.runs.files import write_atomic
 from harness.runs.record import Record
+from harness.runs.results import NODES_COLUMN
 from harness.runs.view import RunView
 
 MARKDOWN_FILE = "summary.md"
@@ -45,7 +47,8 @@ def cells_table(view: RunView) -> list[str]:
         metrics = [m for m in (rate, "work_done", "cpu_util_mean", "mem_pss_peak_mb") if m and f"{m}_median" in group]
         metrics = metrics[:MAX_METRICS]
         lines += [f"### {md(suite)}", ""]
-        headers = ["id", *varying, "status", "ok/repeats", *(f"{m} (median)" for m in metrics), "reason"]
+        where = [NODES_COLUMN] if NODES_COLUMN in group else []  # a sweep on Ray: where its repeats ran
+        headers = ["id", *varying, "status", "ok/repeats", *(f"{m} (median)" for m in metrics), *where, "reason"]
         lines.append(_row([md(h) for h in headers]))
         lines.append(_row(["---"] * len(headers)))
         for _, row in group.iterrows():
@@ -55,6 +58,7 @@ def cells_table(view: RunView) -> list[str]:
                 "ok" if row["status"] == "ok" else f"**{md(row['status'])}**",
                 f"{int(row['ok'])}/{int(row['repeats'])}",
                 *(md(row[f"{m}_median"]) for m in metrics),
+                *(md(row[c]) for c in where),
                 md(row["reason"]) if isinstance(row["reason"], str) else "",
             ]
             lines.append(_row(cells))
@@ -88,6 +92,28 @@ def findings_lines(findings: list[dict[str, Any]] | None) -> list[str]:
                 ]
             )
         )
+    return lines + [""]
+
+
+def nodes_lines(view: RunView) -> list[str]:
+    """The Ray nodes the run's cells ran on: when each joined and was lost, what ran there
+    (harness.runs.nodes); nothing for a run that did not run on Ray."""
+    found = nodes.rows(view.records, view.meta)
+    if not found:
+        return []
+    lines = ["## Ray nodes", ""]
+    lines.append(_row(["node", "role", "joined", "lost", "cell-repeats recorded (ok)", "lost with it (run again)"]))
+    lines.append(_row(["---"] * 6))
+    for row in found:
+        lost = f"{row.lost}: {row.why}" if row.lost else ""
+        lines.append(
+            _row(
+                [
+                    md(row.label), row.role, md(row.joined), md(lost), f"{row.recorded} ({row.ok})",
+                    md(", ".join(row.cells_lost)),
+                ]
+            )
+        )  # fmt: skip
     return lines + [""]
 
 
@@ -133,6 +159,8 @@ def run_end(meta: dict[str, Any], records: list[Record]) -> str:
     said = STATES.get(state, state)
     if state == "interrupted" and meta.get("stopped_by"):  # a write the disk refused (runs.files)
         said += f"; stopped by a file it could not write: {meta['stopped_by']}"
+    if state == "interrupted" and meta.get("cluster_lost"):  # the Ray head (harness.errors.ClusterLost)
+        said += f"; stopped: {meta['cluster_lost']}"
     return f"{said} · {cells} · {when}{resumed}"
 
 
@@ -152,6 +180,7 @@ def render(view: RunView) -> str:
     if not records:
         lines += ["No finished cells.", ""]
     lines += cells_table(view) if records else []
+    lines += nodes_lines(view)
     lines += findings_lines(findings)
     lines += [f"{md(line)}  " for line in view.refused_lines()]
     return "\n".join(lines)

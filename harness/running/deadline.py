@@ -31,6 +31,7 @@ from pathlib import Path
 
 from harness.cell.main import DEADLINE_SIGNAL
 from harness.cell.messages import SAMPLE, Reader
+from harness.cell.processes import KILL_GRACE_S
 from harness.running import interrupts
 from harness.running.matrix import DEFAULT_DEADLINE_SLACK_S, Cell
 
@@ -42,6 +43,18 @@ CUT_SHORT_GRACE_S = 15.0
 ACK_S = 3.0
 MEASURE, STOPPED = "measure", "stopped"
 FOLLOW_MAX = 2.0  # the most a followed deadline reaches, in deadlines the flags set
+# seconds the runner may take past the deadline besides the report: the stack dump at the
+# deadline and the tree's ends (SIGTERM, then SIGKILL, twice: the group, then escaped processes)
+END_S = 15.0 + 2 * KILL_GRACE_S
+
+
+def longest_s(cell: Cell) -> float:
+    """The longest one cell-repeat can take in its runner, from its start to its record: its
+    deadline (a followed one moved at most to FOLLOW_MAX times the flags'), the time it is
+    given to close its window and report, and the time to dump its stacks and end its tree.
+    A caller that waits on a cell it cannot see (a Ray node) waits this plus its own grace."""
+    follows = cell.deadline_follows_window and cell.duration is not None
+    return cell.timeout * (FOLLOW_MAX if follows else 1.0) + ACK_S + CUT_SHORT_GRACE_S + END_S
 
 
 class Deadline:

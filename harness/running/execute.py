@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cell.processes import kill_tree, marked_processes
-from harness.errors import StorageError, UserError
+from harness.errors import ClusterLost, StorageError, UserError
 from harness.monitors import machine
 from harness.running import interrupts, metadata, noise
 from harness.running.executors.base import Executor, Job
@@ -101,13 +101,21 @@ def run_state(store: RunStore) -> Iterator[None]:
     before its reports keeps that end time (the last cell's), unless a signal still came.
     A file the harness could not write (StorageError) stops the run too: run.json says
     `interrupted` with the reason when it still can be written, and the error says how to go
-    on; what was recorded before stays."""
+    on; what was recorded before stays. A Ray cluster whose head was lost (ClusterLost) stops
+    it the same way, run.json's `cluster_lost` saying so."""
     try:
         yield
         interrupts.close()
     except KeyboardInterrupt:
         store.update_meta(state="interrupted", ended=utc_now())
         print(f"interrupted; finish it with: harness sweep --resume {store.root}", file=sys.stderr)
+        raise
+    except ClusterLost as exc:  # the Ray cluster's head: what was recorded stays; --resume on a new head
+        exc.run_dir = store.root
+        try:
+            store.update_meta(state="interrupted", ended=utc_now(), cluster_lost=str(exc))
+        except (StorageError, UserError):
+            pass
         raise
     except StorageError as exc:
         exc.run_dir = store.root
@@ -152,17 +160,18 @@ def execute(
     progress.begin(cells, len(jobs), store.root)
     store.update_meta(state="running", resumed=utc_now() if latest else None)
     try:
-        executor.run(jobs, store, progress.cell_started, lambda rec: _record(store, progress, rec))
+        executor.run(jobs, store, progress.cell_started, lambda rec, again=False: _record(store, progress, rec, again))
     finally:
         progress.end()
     return store.records()
 
 
-def _record(store: RunStore, progress: Progress, record: Record) -> None:
+def _record(store: RunStore, progress: Progress, record: Record, again: bool = False) -> None:
     """Store the record; one that failed because a file could not be written stops the
-    sweep there (the next cells would meet the same full or read-only disk)."""
+    sweep there (the next cells would meet the same full or read-only disk). `again`: an
+    attempt lost with a Ray node, run again by this sweep (its record is history)."""
     store.append(record)
-    progress.cell_finished(record)
+    progress.cell_finished(record, again)
     fault = storage_error_of(record)
     if fault is not None:
         raise fault

@@ -69,15 +69,18 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, description=f"{cell.suite} {short_params(cell.params, self._keys)} #{repeat}")
 
-    def cell_finished(self, record: Record) -> None:
-        self._done += 1
+    def cell_finished(self, record: Record, again: bool = False) -> None:
+        """A record stored; `again`: its cell-repeat runs again (an attempt lost with a Ray
+        node), so it is said but not counted done."""
+        self._done += 0 if again else 1
         line = (
             f"[{self._done}/{self._total}] {record.suite} {short_params(record.params, self._keys)} "
             f"#{record.repeat}: {record.status}"
         )
         extra = headline(record) if record.ok else (record.reason or "")
         if self._bar is not None:
-            self._bar.advance(self._task)
+            if not again:
+                self._bar.advance(self._task)
             if not record.ok:
                 self._bar.console.print(f"{line} {extra}", markup=False)
         elif not self.quiet or not record.ok:

@@ -68,19 +68,25 @@ class CellRunner:
         monitors: Callable[[], list[Monitor]] = default_monitors,
         on_deadline: DeadlineHook | None = dump_stacks,
         wrap: CommandWrap | None = None,
+        mark: Path | None = None,
     ) -> None:
         self.store = store
         self.monitors = monitors
         self.on_deadline = on_deadline
         self.wrap = wrap
+        # the run directory the cell's processes are marked with (HARNESS_RUN): the store's, or,
+        # for a cell run on a Ray node into a scratch store, the sweep's own run directory
+        self.mark = mark if mark is not None else store.root
         self._current: subprocess.Popen[bytes] | None = None
         self._known: dict[int, psutil.Process] = {}
 
-    def run(self, cell: Cell, repeat: int) -> Record:
+    def run(self, cell: Cell, repeat: int, key: str | None = None) -> Record:
         """The cell-repeat's record, whatever happens in it. A failure of the harness's own
         (a file of the cell it could not write, its machinery raising) ends the cell with
-        status `harness-error`, never blamed on the program; `--resume` runs it again."""
-        key = self.store.attempt_key(cell.id, repeat)
+        status `harness-error`, never blamed on the program; `--resume` runs it again. `key`
+        names its files (the store's next attempt_key unless given: a Ray node's scratch
+        store takes the sweep's)."""
+        key = key or self.store.attempt_key(cell.id, repeat)
         record = Record(
             id=cell.id, suite=cell.suite, params=cell.params, repeat=repeat, status="ok", started=utc_now(),
             budget=cell.budget(), log=self.store.relative(self.store.log_path(key)),
@@ -119,7 +125,7 @@ class CellRunner:
             }
         )
         monitors = self.monitors()
-        env = child_env(key, self.store.root)
+        env = child_env(key, self.mark)
         instruments = self._instruments(cell, key)
         if instruments is not None:
             env = instruments.environ(env)  # the torch hook, in the program's interpreter too
@@ -163,7 +169,7 @@ class CellRunner:
                 status = "timeout"
                 reason = f"no result within the {deadline.said()} deadline; the cell's processes were killed"
                 if self.on_deadline is not None:
-                    live = alive({**self._tree(proc.pid), **marked_processes(self.store.root, key)})
+                    live = alive({**self._tree(proc.pid), **marked_processes(self.mark, key)})
                     try:
                         dump = self.on_deadline(live, self.store, key)
                     except Exception as exc:  # noqa: BLE001 - a failed dump must not stop the kill
@@ -182,7 +188,7 @@ class CellRunner:
                         self._known.setdefault(pid, handle)
                 kill_tree(proc.pid, self._known, grace_s=0.5)
                 # Whatever is left escaped both the group and the tree the monitors saw.
-                marked = {pid: p for pid, p in marked_processes(self.store.root, key).items() if pid != proc.pid}
+                marked = {pid: p for pid, p in marked_processes(self.mark, key).items() if pid != proc.pid}
                 if marked:
                     psutil.wait_procs(list(marked.values()), timeout=0.3)  # group members still dying
                     survivors = alive(marked)

@@ -13,10 +13,13 @@ from typing import Any
 import pandas as pd
 
 from harness.model.stats import spread_pct
+from harness.runs.nodes import node_of
 from harness.runs.record import CellGroup, Record
 from harness.runs.store import RunStore
 
 ID_COLUMNS = ["id", "suite", "repeat", "status", "reason"]
+NODE_COLUMN = "ray_node"  # cells.csv: the Ray node a cell-repeat ran on
+NODES_COLUMN = "ray_nodes"  # summary.csv: the Ray nodes a cell's repeats ran on
 RATE_SUFFIXES = ("_per_s", "_per_min")  # rates get a spread column: (max - min) / median, %
 
 
@@ -29,8 +32,11 @@ def cells_frame(records: Sequence[Record]) -> pd.DataFrame:
     rows = []
     param_names = param_columns(records)
     metric_names = _metric_names(records)
+    on_nodes = any(node_of(r) for r in records)  # a sweep on Ray: the node each repeat ran on
     for rec in records:
         row = {k: getattr(rec, k) for k in ID_COLUMNS}
+        if on_nodes:
+            row[NODE_COLUMN] = node_of(rec)
         for key in param_names:
             row[key] = _cell_value(rec.params.get(key))
         for key in metric_names:
@@ -75,9 +81,12 @@ def summary_frame(cells: Sequence[CellGroup], records: Sequence[Record]) -> pd.D
     taken = set(params) | set(ID_COLUMNS)
     metrics = [(name, name if name not in taken else f"{name}_metric") for name in _metric_names(records)]
     rows = []
+    on_nodes = any(node_of(r) for r in records)
     for cell in cells:
         first = cell.records[0]
         row: dict[str, Any] = {"id": cell.id, "suite": cell.suite}
+        if on_nodes:  # the nodes its repeats ran on, in the order they ran
+            row[NODES_COLUMN] = ", ".join(dict.fromkeys(n for r in cell.records if (n := node_of(r))))
         row.update({p: _cell_value(first.params.get(p)) for p in params})
         statuses = [r.status for r in cell.records]
         row["repeats"] = len(statuses)

@@ -73,6 +73,15 @@ def screen_cost(count: int, reading_s: float) -> float:
     return (count + math.ceil(count / DRIFT_EVERY)) * reading_s
 
 
+def first_launch_may_decide(made: Plan) -> bool:
+    """Whether the plan is for steps only because of what the first reading cost: a whole
+    screen that fits the budget, but not its WHOLE_SHARE. A first launch is often a cold one
+    (MCCFR's first reading took 10.7 s, the next fifty 4.2 s; on a loaded machine 24 s against
+    7 s), and a plan for steps from it left a five-setting tune with nothing it could afford:
+    the start is read and timed once more before such a plan stands."""
+    return made.mode == STEPS and made.screen_s <= made.budget_s
+
+
 def make_plan(knobs: Sequence[Knob], budget_s: float, window_s: float, reading_s: float) -> Plan:
     """The plan for `knobs` with `budget_s` left, one reading of `window_s` measured seconds
     costing `reading_s` in all (its launch and warm-up)."""

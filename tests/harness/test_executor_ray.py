@@ -49,7 +49,8 @@ def test_cells_that_cannot_fit_are_refused_up_front():
     from harness.running.executors.ray import refuse_what_cannot_fit
     from harness.running.matrix import Overrides, Spec, apply_overrides, expand
 
-    cells = expand(apply_overrides(Spec(), Overrides(suite="synthetic", axes={"workers": ["1", "64"]})))
-    with pytest.raises(UserError, match="cannot fit"):
-        refuse_what_cannot_fit(cells, {"CPU": 2.0})
-    refuse_what_cannot_fit(cells[:1], {"CPU": 2.0})
+    cells = expand(apply_overrides(Spec(), Overrides(suite="synthetic", axes={"workers": ["1", "3"]})))
+    with pytest.raises(UserError, match="cannot fit one node"):
+        refuse_what_cannot_fit(cells, [{"CPU": 2.0}, {"CPU": 2.0}])  # 4 CPUs, but a bundle is packed on one node
+    refuse_what_cannot_fit(cells[:1], [{"CPU": 2.0}])
+    refuse_what_cannot_fit(cells, [{"CPU": 1.0}, {"CPU": 4.0}])

@@ -61,6 +61,15 @@ def test_a_plan_screens_whole_what_the_budget_can_read_and_says_what_a_grid_cost
     assert plan.make_plan(big, budget_s=1200, window_s=2.0, reading_s=6.0).mode == plan.STEPS
 
 
+def test_a_plan_for_steps_that_a_warm_launch_could_turn_whole_is_timed_again():
+    cold = plan.make_plan(KNOBS, budget_s=300, window_s=2.0, reading_s=8.0)  # 29 readings: 232 s of 300
+    assert cold.mode == plan.STEPS and plan.first_launch_may_decide(cold)
+    warm = plan.make_plan(KNOBS, budget_s=300, window_s=2.0, reading_s=4.0)
+    assert warm.mode == plan.WHOLE and not plan.first_launch_may_decide(warm)
+    big = [parse_knob("a=1..16"), parse_knob("b=1..16")]  # past the budget at any launch: steps as planned
+    assert not plan.first_launch_may_decide(plan.make_plan(big, budget_s=300, window_s=2.0, reading_s=4.0))
+
+
 def test_every_setting_is_read_once_in_a_seeded_order_the_start_between_them():
     state = {"order_seed": 7}
     winner, sure, reads, _ = run_halving(state)
@@ -130,6 +139,11 @@ def test_survivors_keep_at_most_one_in_four_and_prune_below_the_noise():
     assert len(halving.survivors(scores, sd=0.5)) == 5
     assert halving.survivors({"a": 1.0, "b": 0.5, "c": 0.4, "d": 0.3}, sd=0.03) == ["a", "b"]
     assert halving.noise([halving.Reading({}, 100.0, t, True) for t in range(2)]) == halving.NOISE_FLOOR
+    # two readings of the start 67 % apart: that one difference is the noise, not the floor
+    apart = halving.noise([halving.Reading({}, 57.0, 0, True), halving.Reading({}, 95.0, 30, True)])
+    assert apart == pytest.approx(math.log(95 / 57) / math.sqrt(2))
+    assert halving.survivors({"a": 7.0, "b": 3.2, "c": 2.6}, sd=apart) == ["a", "b", "c"]  # within its band
+    assert halving.band(apart) > 7.0 / 3.2
 
 
 def test_the_model_of_every_reading_predicts_a_setting_never_read():

@@ -11,7 +11,13 @@ from harness.runs.store import RunStore
 
 Job = tuple[Cell, int]  # a cell and its repeat index
 OnStart = Callable[[Cell, int], None]
-OnRecord = Callable[[Record], None]
+
+
+class OnRecord(Protocol):
+    def __call__(self, record: Record, again: bool = False) -> None:
+        """Store a record; `again`: the cell-repeat runs again in this sweep (its attempt
+        was lost with a node), so the record is history, not the cell-repeat's end."""
+        ...
 
 
 class Executor(Protocol):
