@@ -14,7 +14,7 @@ commit each on top of the base:
 For each, `harness ab BASE CHANGE --measure instructions` (the counts' ratio, candidate over
 base instructions per unit) and a long time A/B, `harness ab BASE CHANGE --budget B` (its
 rate ratio, read as the time A/B reads it: per CPU second and without run-queue waits), each
-under --wrap (default /work/coord/quiet). Printed side by side as slowdowns (time: base rate
+under --wrap (none unless given). Printed side by side as slowdowns (time: base rate
 over candidate rate; counts: candidate over base instructions); raw results to --save.
 
     python benchmarks/count_kinds.py --budget 300 --save benchmarks/data/count_kinds.json
@@ -143,7 +143,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=float, default=300.0, help="the time A/B's budget (s)")
     parser.add_argument("--changes", default=",".join(CHANGES))
-    parser.add_argument("--wrap", default="/work/coord/quiet")
+    parser.add_argument("--wrap", default="", help="a command each A/B runs under (none unless given)")
     parser.add_argument("--root", type=Path, default=None)
     parser.add_argument("--save", type=Path, required=True)
     args = parser.parse_args()

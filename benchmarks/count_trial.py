@@ -10,7 +10,7 @@ the base:
           added: what counts cannot see, the waits must).
 
 Each A/B is `harness ab BASE ARM --measure instructions -- python3 train.py`, run through
-`--wrap` (default /work/coord/quiet: nothing else runs while it is timed), the arms
+`--wrap` (a command each A/B runs under, e.g. one that keeps other work off the CPU while it is timed), the arms
 interleaved round by round. Recorded per A/B: exit code, wall seconds, each cell's decision,
 its reason, the counts' ratio and interval, the waits' interval; saved to --save as JSON.
 Before the rounds the sleep is calibrated natively: the program's iteration time with and
@@ -197,7 +197,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--arms", default="same,work1,work5,sleep")
     parser.add_argument("--root", type=Path, default=None)
-    parser.add_argument("--wrap", default="/work/coord/quiet", help="a command each A/B runs under ('' for none)")
+    parser.add_argument("--wrap", default="", help="a command each A/B runs under (none unless given)")
     parser.add_argument("--calibrate", type=float, default=8.0, help="seconds of native runs to set the sleep")
     parser.add_argument("--sleep", type=float, default=None, help="the sleep per iteration (skips calibrating)")
     parser.add_argument("--args", default="", help="more harness ab flags")
