@@ -11,6 +11,7 @@
 #   AB_TOLERANCE       the slowdown allowed, e.g. 5% (empty: harness ab's default)
 #   AB_BUDGET          A/B seconds per cell before it is called undecided (empty: the default)
 #   AB_ARGS            more flags for harness ab, split as a shell would (no expansion)
+#   AB_MEASURE         time (default) or instructions (harness ab --measure)
 #   AB_FAIL_ON_UNDECIDED  true: an undecided A/B fails the step; otherwise it passes, noted
 #   AB_OUT             where the A/B's run directory goes (default: $RUNNER_TEMP/harness-ab)
 #   HARNESS            the harness command (default: harness)
@@ -65,6 +66,7 @@ if [ -n "$spec" ]; then args+=("$spec"); fi
 args+=(--out "$out")
 if [ -n "${AB_TOLERANCE:-}" ]; then args+=(--tolerance "$AB_TOLERANCE"); fi
 if [ -n "${AB_BUDGET:-}" ]; then args+=(--budget "$AB_BUDGET"); fi
+if [ -n "${AB_MEASURE:-}" ]; then args+=(--measure "$AB_MEASURE"); fi
 args+=("${extra[@]}")
 if [ "${#program[@]}" -gt 0 ]; then args+=(-- "${program[@]}"); fi
 

@@ -113,7 +113,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runs",),
     ("monitors", "watch"),
     ("running",),
-    ("ab", "roofline", "causal"),
+    ("ab", "roofline", "causal", "count"),
     ("analysis", "diagnosis"),
     ("tune",),
     ("report",),

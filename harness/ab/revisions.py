@@ -100,17 +100,36 @@ def working_tree(repo: Path, name: str) -> Side:
 
 
 @contextmanager
-def checkout(repo: Path, rev: str, name: str) -> Iterator[Side]:
-    """`rev` checked out (detached) into a temporary worktree for the duration."""
+def checkout(repo: Path, rev: str, name: str, prefix: str | None = None, state: str | None = None) -> Iterator[Side]:
+    """`rev` checked out (detached) into a temporary worktree for the duration; `prefix` of
+    its directory (default harness-ab-NAME-), `state` a commit to check out instead (the
+    working tree's, Side.rev staying what the user asked for)."""
     commit = resolve(repo, rev)
-    scratch = Path(tempfile.mkdtemp(prefix=f"harness-ab-{name}-"))
+    scratch = Path(tempfile.mkdtemp(prefix=prefix or f"harness-ab-{name}-"))
     tree = scratch / "tree"
     try:
-        git(["worktree", "add", "--detach", "--quiet", str(tree), commit], repo)
-        yield Side(name, rev, commit, tree)
+        git(["worktree", "add", "--detach", "--quiet", str(tree), state or commit], repo)
+        yield Side(name, rev, commit, tree, dirty=state is not None and state != commit)
     finally:
         remove(repo, tree)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextmanager
+def equal_sides(repo: Path, base_rev: str, cand_rev: str | None) -> Iterator[tuple[Side, Side]]:
+    """(base, candidate) both in temporary worktrees whose paths have the same length (a
+    counted run's instructions can follow a path's length: the strings a program builds from
+    it, the environment's size, the alignment of copies). Without a candidate revision the
+    working tree's state is checked out as a commit (`git stash create`: its changes to
+    tracked files, the tree itself untouched)."""
+    with checkout(repo, base_rev, "base", prefix="harness-count-b-") as base:
+        if cand_rev is not None:
+            with checkout(repo, cand_rev, "candidate", prefix="harness-count-c-") as cand:
+                yield base, cand
+            return
+        state = git(["stash", "create"], repo) or None
+        with checkout(repo, "HEAD", "candidate", prefix="harness-count-c-", state=state) as cand:
+            yield base, Side("candidate", WORKING_TREE, cand.commit, cand.root, cand.dirty)
 
 
 def remove(repo: Path, tree: Path) -> None:

@@ -54,7 +54,10 @@ import psutil
 from harness.ab.revisions import Side
 from harness.cell.messages import ChildStream, Reader
 from harness.cell.processes import alive, child_env, describe_processes, kill_tree, log_tail, marked_processes, tree
+from harness.errors import UserError
 from harness.model.vocabulary import Vocabulary
+from harness.monitors.gpu_use import gpu_use
+from harness.monitors.gpu_use import refusal as gpu_refusal
 from harness.monitors.procstat import thread_sched
 from harness.running import interrupts
 from harness.running.cell_log import DEFAULT_CAP_MB, CellLog
@@ -143,7 +146,9 @@ class SliceResult:
     def adjusted_rate(self, estimand: str) -> float | None:
         """The slice's rate as an estimand reads it: "wall" as measured; "cpu" per second of
         the cell's CPU time (what contention for the CPU cannot change, nor waits);
-        "runq" with the run-queue wait taken out of the slice's time (waits stay in)."""
+        "runq" with the run-queue wait taken out of the slice's time (waits stay in);
+        "waits" not a rate but the share of the slice's time without run-queue waits that
+        its cell was on a CPU (harness ab --measure instructions decides its waits on it)."""
         if not self.rate:
             return None
         if estimand == "wall":
@@ -166,10 +171,17 @@ class SliceResult:
             if self.runq_s is None or self.runq_s >= self.length_s:
                 return None
             return self.rate * self.length_s / (self.length_s - self.runq_s)
+        if estimand == "waits":  # the CPU time over the time without run-queue waits: the share
+            # of a unit's time that is work. rate(cpu) / rate(runq), so it falls by exactly what
+            # a unit's waits off the CPU (sleep, I/O, locks) add to its time, and a change of
+            # the CPU's speed, which moves the work and its time alike, cancels
+            if self.runq_s is None or self.runq_s >= self.length_s:
+                return None
+            return self.cpu_share * self.length_s / (self.length_s - self.runq_s)
         raise ValueError(f"unknown estimand {estimand!r}")
 
 
-ESTIMANDS = ("wall", "cpu", "runq")
+ESTIMANDS = ("wall", "cpu", "runq", "waits")
 
 
 @dataclass
@@ -446,6 +458,16 @@ class Instance:
         self.scratch.unlink(missing_ok=True)
 
 
+def refuse_gpu(inst: Instance, what: str) -> None:
+    """A UserError when the instance's processes use a GPU (harness.monitors.gpu_use; `what`
+    says why that cannot be measured); a note on stderr where only /proc saw the driver."""
+    use, note = gpu_use(p.pid for p in tree(inst.proc.pid))
+    if use is not None:
+        raise UserError(gpu_refusal(use, what))
+    if note is not None:
+        print(f"note: {inst.side.name}: {note}", file=sys.stderr, flush=True)
+
+
 class Slicer:
     """Runs blocks of one cell: base and candidate instances, alternated in slices. Two
     revisions of one cell (harness ab), or one revision's two cells (`cand_cell`: harness
@@ -490,6 +512,8 @@ class Slicer:
                 self.live.append(inst)
                 instances[name] = inst
                 block.launch_s[name] = inst.wait_started(self.opts.start_timeout_s, self.opts.poll_s, counted=True)
+                if index == 0:
+                    refuse_gpu(inst, "a time-sliced A/B cannot separate two sides that share it")
                 inst.stop()
                 inst.wait_stopped()
             total = self.opts.warmup_pairs + (pairs or self.opts.pairs or 2)

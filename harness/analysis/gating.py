@@ -285,10 +285,10 @@ def ab_check(cand: CellGroup, ab: dict[str, Any] | None, opts: GateOptions) -> C
     if verdict_ == "ok" and low is not None and low > 1 + opts.tolerance:
         verdict_ = "improvement"
     timing = f"A/B: {len(blocks)} blocks, {pairs} pairs, {ab.get('elapsed_s', 0):.0f} s"
-    return Check(
-        "speed", suite, cid, label, metric, verdict_, ratio=ratio, low=low, high=high,
-        note=timing + ("; " + ab["reason"] if decision == "undecided" else ""),
-    )  # fmt: skip
+    note = timing + ("; " + ab["reason"] if decision == "undecided" else "")
+    if ab.get("measure") == "instructions":  # a counted A/B: its reason names the counts and the waits
+        note = f"counted A/B, {ab.get('elapsed_s', 0):.0f} s: {ab['reason']}"
+    return Check("speed", suite, cid, label, metric, verdict_, ratio=ratio, low=low, high=high, note=note)
 
 
 def failing(check: Check | dict[str, Any], opts: GateOptions) -> bool:

@@ -54,7 +54,7 @@ from typing import Any
 import psutil
 
 from harness.ab.revisions import Side
-from harness.ab.slicing import CellFailed, Instance, counter_of
+from harness.ab.slicing import CellFailed, Instance, counter_of, refuse_gpu
 from harness.causal import cadence as cad
 from harness.causal import proxy
 from harness.causal.groups import GroupRule, find_groups
@@ -185,6 +185,7 @@ class Experiment:
         try:
             launch_s = inst.wait_started(opts.start_timeout_s, 0.02)
             warmup_s = self._warm_up(inst, t0)
+            refuse_gpu(inst, "stopping its processes does not stop the work queued on the device")
             if self.counter is None and opts.io_group is None:
                 raise CellFailed(
                     f"the program counted no progress in {warmup_s:.0f} s, so no period can have a rate: say where "

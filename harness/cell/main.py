@@ -92,6 +92,7 @@ def main(argv: list[str]) -> int:
             target=Target.parse(spec["target"]) if spec.get("target") else None,
             target_every_s=spec.get("target_every") or DEFAULT_EVERY_S,
             series_period_s=spec.get("sample_s") or 1.0,  # a causal experiment reads 0.1 s samples
+            marks=spec.get("marks"),  # a counted run's headline counter (harness.count.experiment)
         )
         suite.run(params, probe)
         metrics = probe.finish()

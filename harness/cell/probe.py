@@ -15,6 +15,7 @@ of their contract, from harness.probe, the facade one floor up.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -61,6 +62,7 @@ class Probe:
         steady: Steady | None = None,
         target: Target | None = None,
         target_every_s: float = DEFAULT_EVERY_S,
+        marks: str | None = None,
     ) -> None:
         if duration_s is not None and duration_s <= 0:
             raise ValueError(f"duration_s must be > 0, got {duration_s}")
@@ -110,13 +112,29 @@ class Probe:
         # before: the target was crossed in between
         self._reached: tuple[float, float, float] | None = None
         self._deadline = False  # the cell's deadline came: close the window and report (cut_short)
+        # a counted run (harness.count): each count of this counter printed on stdout as the
+        # harness's own JSON line, where the run's hook marks it. Every count, not every so
+        # many seconds: a window then opens and closes at the same unit in every run
+        self._marks = marks
 
     # ------------------------------------------------------------------ reporting
     def count(self, name: str, n: float = 1) -> None:
         """Add `n` to counter `name` (a plural noun: what the suite counts)."""
         with self._lock:
             self._counters[name] = self._counters.get(name, 0) + n
+        if name == self._marks:
+            self._mark(name, n)
         self._tick()
+
+    def _mark(self, name: str, n: float) -> None:
+        """Print this count (a counted run's window opens and closes at such a line: right
+        after a unit, in the thread that counted it)."""
+        print(json.dumps({"count": {name: n}}), flush=True)
+
+    def total(self, name: str) -> float:
+        """Counter `name` so far (0 before it counted): a counted run's marks read it."""
+        with self._lock:
+            return self._counters.get(name, 0.0)
 
     def observe(self, name: str, value: float, count: float = 1) -> None:
         """Record `count` occurrences of `value` (batch sizes, waits). Warm-up ones are dropped."""

@@ -19,7 +19,8 @@ from harness.errors import UserError
 
 if TYPE_CHECKING:
     from harness.ab.experiment import ABOptions
-    from harness.running.matrix import Overrides
+    from harness.count.experiment import CountOptions
+    from harness.running.matrix import Cell, Overrides
 
 
 EXITS = options.exit_codes(
@@ -65,13 +66,20 @@ def ab(
     quiet: bool = typer.Option(False, "--quiet", help="no line per block"),
     progress: list[str] = options.ProgressOpt,
     progress_file: list[str] = options.ProgressFileOpt,
+    measure: str = options.MeasureOpt,
+    count_tolerance: str = options.CountToleranceOpt,
+    count_runs: int = options.CountRunsOpt,
+    count_lines: int = options.CountLinesOpt,
+    count_with: str = options.CountWithOpt,
 ) -> int:
-    """A/B two revisions on this machine, time-sliced (your program after --, run in each
-    revision's worktree): regression, ok or undecided per cell."""
+    """A/B two revisions on this machine, time-sliced or by counted instructions (your program
+    after --, run in each revision's worktree): regression, ok or undecided per cell."""
+    from harness.commands.ab_count import count_options
     from harness.commands.sweep import build_overrides
 
     opts = build_options(tolerance=tolerance, budget=budget, confidence=confidence, slice_s=slice_s, settle=settle,
                          pairs=pairs, seed=seed, warmup_pairs=warmup_pairs, min_blocks=min_blocks)  # fmt: skip
+    counting = count_options(measure, count_tolerance, count_runs, count_lines, count_with)
     program = options.program_of(ctx, progress, progress_file)
     cand_rev, spec_path = split_positionals(list(rest or []))
     if spec_path is None and suite is None and program is None:
@@ -80,7 +88,7 @@ def ab(
         )
     overrides = build_overrides(suite, workers, backend, set_, {}, label, program)
     return main(base_rev=base_rev, cand_rev=cand_rev, spec_path=spec_path, overrides=overrides, opts=opts, out=out,
-                quiet=quiet)  # fmt: skip
+                quiet=quiet, counting=counting)  # fmt: skip
 
 
 def build_options(
@@ -161,9 +169,11 @@ def main(
     opts: ABOptions,
     out: Path,
     quiet: bool,
+    counting: CountOptions | None = None,
 ) -> int:
     """The A/B of every cell of the spec with the command line's overrides, in a run
-    directory of its own (run.json, ab.json); the exit code of its decisions."""
+    directory of its own (run.json, ab.json); the exit code of its decisions. With
+    `counting`, decided by counted instructions and waits (harness.commands.ab_count)."""
     from harness.ab.experiment import exit_code
     from harness.ab.revisions import repo_root, sides
     from harness.commands.ab_run import AB_JSON, AB_MD, check_sliceable, run_ab, side_facts
@@ -175,6 +185,8 @@ def main(
 
     spec = apply_overrides(load_spec(spec_path) if spec_path is not None else Spec(), overrides)
     cells = expand(spec)
+    if counting is not None:
+        return main_counted(spec.label, cells, base_rev, cand_rev, opts, counting, out, quiet)
     refused = check_sliceable(cells)
     if refused:
         lines = "; ".join(f"{c.suite} {c.id}: {why}" for c, why in refused)
@@ -196,5 +208,34 @@ def main(
     render_ab(results, title)
     write_atomic(store.root / AB_MD, markdown(results, title, opts), "the A/B's markdown table")
     code = exit_code(results)
+    print(f"ab: exit {code}; written: {store.root / AB_JSON}, {store.root / AB_MD}")
+    return code
+
+
+def main_counted(
+    label: str | None,
+    cells: list[Cell],
+    base_rev: str,
+    cand_rev: str | None,
+    opts: ABOptions,
+    counting: CountOptions,
+    out: Path,
+    quiet: bool,
+) -> int:
+    """harness ab --measure instructions: the counted A/B of the cells in a run directory of
+    its own (run.json, ab.json, ab.md, count/ with every counted run's dumps and output)."""
+    from harness.ab.experiment import exit_code
+    from harness.commands.ab_count import counted_ab, counting_tools
+    from harness.commands.ab_run import AB_JSON, AB_MD
+    from harness.running import metadata
+    from harness.runs.store import RunStore, utc_now
+
+    found = counting_tools(counting)  # a missing valgrind is bad input, said before anything is recorded
+    meta = {**metadata.collect(sys.argv), "label": label or "ab", "started": utc_now(), "kind": "ab",
+            "measure": "instructions", "cells": [c.to_json() for c in cells]}  # fmt: skip
+    store = RunStore.create(out, f"ab-{label}" if label else "ab", meta)
+    results, _, _ = counted_ab(cells, base_rev, cand_rev, store.root, counting, opts, quiet, found=found)
+    store.update_meta(ended=utc_now(), state="finished")
+    code = exit_code(results)  # type: ignore[arg-type]
     print(f"ab: exit {code}; written: {store.root / AB_JSON}, {store.root / AB_MD}")
     return code

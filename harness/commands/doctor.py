@@ -38,7 +38,8 @@ def doctor(
         raise UserError(f"--seconds {seconds:g}: allowed {SECONDS_MIN:g} to {SECONDS_MAX:g}")
     before = machine.cpu_times()
     found = noise.reading(seconds)
-    facts = {**machine.facts(), "steal_pct": machine.steal_pct(before, machine.cpu_times()), **gpu_info()}
+    facts = {**machine.facts(), "steal_pct": machine.steal_pct(before, machine.cpu_times()), **gpu_info(),
+             **counting()}  # fmt: skip
     result = {"measured_at": utc_now(), "hostname": socket.gethostname(), "facts": facts, **found}
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / noise.DOCTOR_FILE, result)
@@ -54,6 +55,24 @@ def doctor(
         console.print(f"  {line}", highlight=False)
     print(f"kept in {out / noise.DOCTOR_FILE}: sweeps into {out} copy it into run.json for {noise.FRESH_S // 3600} h")
     return 0
+
+
+def counting() -> dict[str, Any]:
+    """What `--measure instructions` can count with here: valgrind (its version), hardware counters."""
+    import shutil
+    import subprocess
+
+    from harness.count import hardware
+
+    valgrind = shutil.which("valgrind")
+    version = None
+    if valgrind:
+        try:
+            version = subprocess.run([valgrind, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            version = None
+    told = hardware.available()
+    return {"valgrind": version, "hardware_counters": told.usable, "hardware_counters_said": told.said}
 
 
 def assess(facts: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -113,6 +132,25 @@ def assess(facts: dict[str, Any]) -> list[tuple[str, str, str]]:
             f"this process may use {readable(quota)} CPUs" if quota else "no limit",
         )
     )
+    if "valgrind" in facts:
+        rows.append(
+            (
+                "valgrind (callgrind)",
+                facts["valgrind"] or "not found",
+                "harness ab --measure instructions counts under it"
+                if facts["valgrind"]
+                else "install the package `valgrind` for harness ab --measure instructions",
+            )
+        )
+        rows.append(
+            (
+                "hardware instruction counters",
+                "yes" if facts["hardware_counters"] else "none",
+                "--count-with perf counts at native speed (not yet tried on such a machine)"
+                if facts["hardware_counters"]
+                else f"{facts['hardware_counters_said']}: counts run under valgrind",
+            )
+        )
     gpus = facts.get("gpus") or []
     rows.append(
         (

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from harness.ab.experiment import ABOptions
     from harness.analysis import baselines
     from harness.analysis.gating import GateOptions
+    from harness.count.experiment import CountOptions
 
 GATE_JSON = "gate.json"
 GATE_MD = "gate.md"
@@ -79,11 +80,24 @@ def gate(
     seed: int = typer.Option(
         None, "--seed", help="with --against: seed of the pair orders (default: drawn and recorded)"
     ),
+    measure: str = options.MeasureOpt,
+    count_tolerance: str = options.CountToleranceOpt,
+    count_runs: int = options.CountRunsOpt,
+    count_lines: int = options.CountLinesOpt,
+    count_with: str = options.CountWithOpt,
 ) -> int:
     """Gate a run: correctness against a baseline, speed against the baseline or by an A/B against a revision."""
     from harness.analysis.gating import DEFAULT_TOLERANCE, GateOptions, parse_metrics, parse_tolerance
     from harness.commands.ab import build_options
+    from harness.commands.ab_count import count_options
 
+    counting = count_options(measure, count_tolerance, count_runs, count_lines, count_with)
+    if counting is not None and against is None:
+        raise UserError("--measure instructions decides an A/B: give --against REV")
+    if counting is not None:
+        from harness.commands.ab_count import counting_tools
+
+        counting_tools(counting)  # a missing valgrind is bad input, said before anything runs
     ab_opts = build_options(tolerance=None, budget=budget, confidence=confidence, slice_s=slice_s, settle=None,
                             pairs=pairs, seed=seed, warmup_pairs=warmup_pairs, min_blocks=min_blocks)  # fmt: skip
     if baseline is None and against is None:
@@ -105,11 +119,19 @@ def gate(
         ignore_params=list(ignore_param or []),
         allow_missing=allow_missing,
     )
-    return main(run_dir=run_dir, baseline=baseline, directory=directory, against=against, opts=opts, ab_opts=ab_opts)
+    return main(run_dir=run_dir, baseline=baseline, directory=directory, against=against, opts=opts, ab_opts=ab_opts,
+                counting=counting)  # fmt: skip
 
 
 def main(
-    *, run_dir: Path, baseline: str | None, directory: Path, against: str | None, opts: GateOptions, ab_opts: ABOptions
+    *,
+    run_dir: Path,
+    baseline: str | None,
+    directory: Path,
+    against: str | None,
+    opts: GateOptions,
+    ab_opts: ABOptions,
+    counting: CountOptions | None = None,
 ) -> int:
     """The gate's checks against the baseline `baseline` (in `directory`) and the A/B against
     REV `against`, either or both; gate.json and gate.md written into the run."""
@@ -120,7 +142,7 @@ def main(
 
     base = baselines.load(baseline, directory) if baseline is not None else None
     run = baselines.load_run(run_dir)
-    ab = run_against(run_dir, run, against, ab_opts) if against is not None else None
+    ab = run_against(run_dir, run, against, ab_opts, counting) if against is not None else None
     result = evaluate(run, base, opts, ab)
     if ab is not None:
         result["against"] = {"rev": against, "ab": str(run_dir / "ab.json")}
@@ -134,9 +156,12 @@ def main(
     return EXIT[result["verdict"]]
 
 
-def run_against(run_dir: Path, run: baselines.Snapshot, rev: str, opts: ABOptions) -> list[dict]:
+def run_against(
+    run_dir: Path, run: baselines.Snapshot, rev: str, opts: ABOptions, counting: CountOptions | None = None
+) -> list[dict]:
     """A/B of the run's cells that finished ok: REV as the base, the working tree as the
-    candidate. Cells that cannot be sliced come back as refused, with the reason."""
+    candidate (with `counting`, by counted instructions and waits: harness.commands.ab_count).
+    Cells that cannot be sliced come back as refused, with the reason."""
     from harness.ab.revisions import repo_root, sides
     from harness.commands.ab_run import check_sliceable, run_ab
     from harness.running.execute import stored_cells
@@ -148,6 +173,16 @@ def run_against(run_dir: Path, run: baselines.Snapshot, rev: str, opts: ABOption
     if not cells:
         raise UserError(f"{run_dir}: no cell finished ok, nothing to A/B (the correctness checks say why)")
     refused = dict((c.id, why) for c, why in check_sliceable(cells))
+    if counting is not None:
+        from harness.commands.ab_count import counted_ab
+
+        kept = [c for c in cells if c.id not in refused]
+        counted, _, cand = counted_ab(kept, rev, None, run_dir, counting, opts, quiet=False, title="gate by counts")
+        run_commit = run.run.get("git_commit")
+        if run_commit and cand.commit and run_commit != cand.commit:
+            print(f"note: the run was made at {run_commit[:10]}, the working tree is at {cand.commit[:10]}")
+        out = [r.to_json() for r in counted]
+        return out + [{"cell": cid, "refused": why, "decision": "skipped"} for cid, why in refused.items()]
     repo = repo_root(Path.cwd())
     with sides(repo, rev, None) as (base, cand):
         run_commit = run.run.get("git_commit")

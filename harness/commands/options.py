@@ -189,3 +189,25 @@ def budget(
     if repeats is not None:
         found["repeats"] = repeats
     return found
+
+
+# ------------------------------------------------------------------ what an A/B measures (ab, gate --against)
+MeasureOpt = typer.Option(
+    "time",
+    "--measure",
+    help="what the A/B decides on: time (time-sliced rates) or instructions (counted under valgrind's callgrind, "
+    "with the waits decided natively beside them: docs/guide/counting.md)",
+)
+CountToleranceOpt = typer.Option(
+    "0.5%", "--count-tolerance", help="with --measure instructions: more instructions per unit allowed"
+)
+CountRunsOpt = typer.Option(2, "--count-runs", help="with --measure instructions: counted runs per side (2-10)")
+CountLinesOpt = typer.Option(
+    1, "--count-lines", help="with --measure instructions: progress lines (at least) in each half of the window"
+)
+CountWithOpt = typer.Option(
+    "callgrind",
+    "--count-with",
+    help="with --measure instructions: callgrind (valgrind, any x86-64 Linux) or perf (hardware counters, "
+    "natively, where the machine has them: harness doctor says)",
+)
