@@ -266,17 +266,7 @@ class Instance:
         self.scratch = run_root / "series" / f".{key}.jsonl"
         self.log = run_root / "logs" / f"{key}.log"
         self.scratch.unlink(missing_ok=True)
-        spec = {
-            "suite": cell.suite,
-            # each side fills in its own defaults: a knob the base revision lacks (added at
-            # its default since) would otherwise make the base refuse the cell
-            "params": explicit_params(cell.suite, cell.params),
-            "duration": CHILD_DURATION_S,
-            "warmup": CHILD_WARMUP_S,
-            "work": None,
-            "memory_limit_mb": cell.memory_limit_mb,
-            **(spec_extra or {}),
-        }
+        spec = child_spec(cell, **(spec_extra or {}))
         env = child_env(key, run_root)
         env["PYTHONPATH"] = side.pythonpath(os.environ.get("PYTHONPATH"))
         env.update(env_extra or {})
@@ -456,6 +446,22 @@ class Instance:
             kill_tree(None, leftover, grace_s=0.5)
         self.output.close()
         self.scratch.unlink(missing_ok=True)
+
+
+def child_spec(cell: Cell, **extra: Any) -> dict[str, Any]:
+    """The spec of a cell's child run until told to stop (a time-sliced instance, a counted
+    run): open-ended, no work target, `extra` on top."""
+    return {
+        "suite": cell.suite,
+        # each side fills in its own defaults: a knob the base revision lacks (added at
+        # its default since) would otherwise make the base refuse the cell
+        "params": explicit_params(cell.suite, cell.params),
+        "duration": CHILD_DURATION_S,
+        "warmup": CHILD_WARMUP_S,
+        "work": None,
+        "memory_limit_mb": cell.memory_limit_mb,
+        **extra,
+    }
 
 
 def refuse_gpu(inst: Instance, what: str) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.ab.revisions import Side
-from harness.ab.slicing import CHILD_DURATION_S, CHILD_WARMUP_S
+from harness.ab.slicing import child_spec
 from harness.cell.processes import PACKAGE_ROOT
 from harness.count import callgrind
 from harness.count.functions import Growth, growth, window_costs
@@ -33,7 +33,7 @@ from harness.count.window import Counted, CountFailed, Plan, counted_run
 from harness.errors import UserError
 from harness.model.registry import get_suite
 from harness.running.matrix import Cell
-from harness.runs.record import cell_label, explicit_params
+from harness.runs.record import cell_label
 
 RUN_TIMEOUT_S = 600.0
 SIDE_DIRS = {"base": "base", "candidate": "cand"}  # run directories' names, of one length
@@ -124,15 +124,7 @@ def target(cell: Cell, side: Side, scratch: Path) -> Target:
             raise UserError(str(exc)) from None
         return Target(argv, side.root, env, params.progress)
     counter = headline_counter(cell)
-    spec = {
-        "suite": cell.suite,
-        "params": explicit_params(cell.suite, cell.params),
-        "duration": CHILD_DURATION_S,
-        "warmup": CHILD_WARMUP_S,
-        "work": None,
-        "memory_limit_mb": cell.memory_limit_mb,
-        "marks": counter,
-    }
+    spec = child_spec(cell, marks=counter)
     argv = [sys.executable, "-m", "harness.cell", json.dumps(spec), str(scratch / "samples.jsonl")]
     env["PYTHONPATH"] = os.pathsep.join([str(this_harness(scratch.parent)), env["PYTHONPATH"]])
     return Target(argv, side.root, env)
