@@ -21,7 +21,9 @@ ENV_CELL = "HARNESS_CELL"
 ENV_RUN = "HARNESS_RUN"
 _PR_SET_PDEATHSIG = 1
 LOG_TAIL_LINES = 5
-PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+# the directory holding the `harness` package (harness/cell/processes.py: three levels up), put
+# on a child's PYTHONPATH so that it runs this harness whatever its working directory holds
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def child_env(cell_key: str | None = None, run_root: Path | None = None) -> dict[str, str]:

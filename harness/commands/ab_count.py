@@ -43,7 +43,9 @@ def counting_tools(opts: CountOptions) -> dict[str, str]:
     return {}
 
 
-def count_options(measure: str, tolerance: str, runs: int, lines: int, tool: str = "callgrind") -> CountOptions | None:
+def count_options(
+    measure: str, tolerance: str, runs: int, lines: int, tool: str = "callgrind", timeout_s: float = 600.0
+) -> CountOptions | None:
     """The counted A/B's options from the command line (None: --measure time), each checked."""
     from harness.analysis.gating import parse_tolerance
 
@@ -57,7 +59,9 @@ def count_options(measure: str, tolerance: str, runs: int, lines: int, tool: str
         raise UserError(f"--count-runs {runs}: 2 to 10 counted runs per side (their agreement is evidence; default 2)")
     if not 1 <= lines <= 1000:
         raise UserError(f"--count-lines {lines}: 1 to 1000 progress lines per half of the window (default 1)")
-    opts = CountOptions(tolerance=parse_tolerance(tolerance), runs=runs, lines=lines, tool=tool)
+    if not 30 <= timeout_s <= 7200 or not math.isfinite(timeout_s):
+        raise UserError(f"--count-timeout {timeout_s:g}: 30 to 7200 seconds per counted run (default 600)")
+    opts = CountOptions(tolerance=parse_tolerance(tolerance), runs=runs, lines=lines, tool=tool, timeout_s=timeout_s)
     if not 0 < opts.tolerance < 0.5 or not math.isfinite(opts.tolerance):
         raise UserError(f"--count-tolerance {tolerance}: more than 0 and less than 50 % (default 0.5%)")
     return opts

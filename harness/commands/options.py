@@ -205,6 +205,12 @@ CountRunsOpt = typer.Option(2, "--count-runs", help="with --measure instructions
 CountLinesOpt = typer.Option(
     1, "--count-lines", help="with --measure instructions: progress lines (at least) in each half of the window"
 )
+CountTimeoutOpt = typer.Option(
+    600.0,
+    "--count-timeout",
+    help="with --measure instructions: seconds one counted run may take, start-up included, before the cell is an "
+    "error naming where its window stood (30-7200)",
+)
 CountWithOpt = typer.Option(
     "callgrind",
     "--count-with",

@@ -125,7 +125,10 @@ def target(cell: Cell, side: Side, scratch: Path) -> Target:
         return Target(argv, side.root, env, params.progress)
     counter = headline_counter(cell)
     spec = child_spec(cell, marks=counter)
-    argv = [sys.executable, "-m", "harness.cell", json.dumps(spec), str(scratch / "samples.jsonl")]
+    # -P: `python -m` puts its working directory (the side's tree) first on sys.path, and a base
+    # from before counting then ran its own cell, whose probe never marks: its pilot counted
+    # 280,000 env steps in 520 s and never opened a window. Without it, the path below decides.
+    argv = [sys.executable, "-P", "-m", "harness.cell", json.dumps(spec), str(scratch / "samples.jsonl")]
     env["PYTHONPATH"] = os.pathsep.join([str(this_harness(scratch.parent)), env["PYTHONPATH"]])
     return Target(argv, side.root, env)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import harness as harness_package
 from harness.ab.slicing import SliceResult
 from harness.count import callgrind
 from harness.count.verdict import judge
@@ -150,11 +151,37 @@ def test_a_missing_valgrind_is_bad_input_naming_the_package(cli, monkeypatch, tm
         (["--measure", "instructions", "--count-runs", "1"], "--count-runs 1"),
         (["--measure", "instructions", "--count-tolerance", "60%"], "--count-tolerance 60%"),
         (["--measure", "instructions", "--count-lines", "0"], "--count-lines 0"),
+        (["--measure", "instructions", "--count-timeout", "5"], "--count-timeout 5"),
     ],
 )
 def test_bad_count_flags_are_refused(cli, tmp_path, flags, said):
     result = cli("ab", "HEAD", *flags, "--", "python", "train.py")
     assert result.exit_code == 2 and said in result.output
+
+
+def test_a_suite_cell_of_an_older_tree_runs_this_harness_not_the_trees_own(tmp_path):
+    """The base revision of a counted A/B may hold a `harness` from before counting, whose cell
+    never marks its progress: the counted run must import the running harness whatever its
+    working directory (the side's tree) holds."""
+    from harness.ab.revisions import Side
+    from harness.count.experiment import target
+    from harness.running.matrix import Cell, cell_id
+
+    tree = tmp_path / "tree"
+    (tree / "harness").mkdir(parents=True)
+    (tree / "harness" / "__init__.py").write_text('raise SystemExit("the tree holds its own harness")\n')
+    params = {"backend": "sequential"}
+    cell = Cell("actor_learner", params, None, 0.05, None, 1, 60.0, cell_id("actor_learner", params))
+    scratch = tmp_path / "count" / "base-1"
+    scratch.mkdir(parents=True)
+    got = target(cell, Side("base", "HEAD~1", None, tree), scratch)
+    assert got.argv[1:4] == ["-P", "-m", "harness.cell"] and got.cwd == tree
+    where = subprocess.run(
+        [got.argv[0], "-P", "-c", "import harness; print(harness.__file__)"],
+        cwd=got.cwd, env={**os.environ, **got.env}, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert where.returncode == 0, where.stderr
+    assert Path(where.stdout.strip()).resolve() == Path(harness_package.__file__).resolve()
 
 
 def test_gate_counts_only_an_a_b(cli, tmp_path):

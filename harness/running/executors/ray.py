@@ -38,9 +38,9 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
+from harness.cell.processes import PACKAGE_ROOT
 from harness.errors import CLUSTER_EXIT, ClusterLost, UserError
 from harness.model.registry import get_suite
 from harness.model.suite import Resources
@@ -55,7 +55,6 @@ from harness.runs.files import write_atomic
 from harness.runs.record import HARNESS_ERROR, Record
 from harness.runs.store import RunStore, utc_now
 
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 DEFAULT_ATTEMPTS = 3  # attempts of a cell-repeat in one sweep when nodes are lost under it
 DEFAULT_GRACE_S = 30.0  # beyond a cell's longest time; and the head's silence before it is lost
 SHUTDOWN_S = 15.0  # the most ray.shutdown() may take (it waits on a head that may be gone)
@@ -136,7 +135,7 @@ class RayExecutor:
                 _node_ip_address="127.0.0.1",
                 include_dashboard=False,
                 log_to_driver=False,
-                runtime_env={"env_vars": {"PYTHONPATH": _PACKAGE_ROOT}},
+                runtime_env={"env_vars": {"PYTHONPATH": PACKAGE_ROOT}},
             )
         return str(ray.get_runtime_context().gcs_address)
 
