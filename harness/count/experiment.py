@@ -37,6 +37,7 @@ from harness.runs.record import cell_label
 
 RUN_TIMEOUT_S = 600.0
 SIDE_DIRS = {"base": "base", "candidate": "cand"}  # run directories' names, of one length
+NO_SAMPLES_S = 24 * 3600.0  # a counted suite cell's sample period: none in any run
 PILOT_HALF_S = 0.5  # a pilot's half, at least, under valgrind with nothing counted (~20x slower than native)
 
 
@@ -124,7 +125,11 @@ def target(cell: Cell, side: Side, scratch: Path) -> Target:
             raise UserError(str(exc)) from None
         return Target(argv, side.root, env, params.progress)
     counter = headline_counter(cell)
-    spec = child_spec(cell, marks=counter)
+    # nothing the probe does on a timer inside the window: its steady test of the warm-up
+    # (a trend fit every period) and its samples ran more often the longer a window took,
+    # and the actor-learner's identical runs counted 0.5 % apart beside other work (40 s
+    # against 52 s); a fixed warm-up and no samples (the marks are the counted run's reading)
+    spec = child_spec(cell, marks=counter, steady="off", sample_s=NO_SAMPLES_S)
     # -P: `python -m` puts its working directory (the side's tree) first on sys.path, and a base
     # from before counting then ran its own cell, whose probe never marks: its pilot counted
     # 280,000 env steps in 520 s and never opened a window. Without it, the path below decides.

@@ -184,6 +184,24 @@ def test_a_suite_cell_of_an_older_tree_runs_this_harness_not_the_trees_own(tmp_p
     assert Path(where.stdout.strip()).resolve() == Path(harness_package.__file__).resolve()
 
 
+def test_a_counted_suite_cell_does_nothing_on_a_timer_inside_its_window(tmp_path):
+    """The probe's steady warm-up test and its samples run by the clock: inside a window they
+    made identical runs count 0.5 % apart when one took longer (beside other work)."""
+    import json
+
+    from harness.ab.revisions import Side
+    from harness.count.experiment import target
+    from harness.running.matrix import Cell, cell_id
+
+    params = {"backend": "sequential"}
+    cell = Cell("actor_learner", params, None, 0.05, None, 1, 60.0, cell_id("actor_learner", params))
+    scratch = tmp_path / "count" / "base-1"
+    scratch.mkdir(parents=True)
+    spec = json.loads(target(cell, Side("base", "HEAD", None, tmp_path), scratch).argv[4])
+    assert spec["steady"] == "off" and spec["marks"] == "env_steps"
+    assert spec["sample_s"] >= spec["duration"]
+
+
 def test_gate_counts_only_an_a_b(cli, tmp_path):
     result = cli("gate", tmp_path, "--baseline", "quick", "--measure", "instructions")
     assert result.exit_code == 2 and "give --against REV" in result.output
