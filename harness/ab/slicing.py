@@ -291,6 +291,8 @@ class Instance:
             self.output.close()
             raise
         self.output.started()
+        self.launched = time.monotonic()
+        self.ran_to_end = False  # it exited with code 0 and said nothing wrong: failure() sets it
         self.pgid = self.proc.pid
         self.known: dict[int, psutil.Process] = {}
         self.samples: list[Sample] = []
@@ -330,9 +332,26 @@ class Instance:
         if error is not None:
             return f"{self.side.name} ({self.side.describe()}): {error.get('reason')}"
         tail = log_tail(self.log)
-        return f"{self.side.name} ({self.side.describe()}): the cell exited with code {code}" + (
+        self.ran_to_end = code == 0
+        ended = (
+            f" (the program ran to its end {time.monotonic() - self.launched:.1f} s after its launch: too short "
+            "a run to time-slice; a longer one, more iterations or generations, gives it slices)"
+            if self.ran_to_end
+            else ""
+        )
+        return f"{self.side.name} ({self.side.describe()}): the cell exited with code {code}{ended}" + (
             f"; log: {tail}" if tail else ""
         )
+
+    def failed(self) -> CellFailed | None:
+        """failure() as the exception to raise, or None while the cell runs. Its side is to
+        blame unless the program ran to its end (exit code 0, nothing said wrong): then no side
+        failed, the run was only too short to slice (DEAP's onemax example ends in 1.4 s), and
+        the A/B says so without blaming either (harness ab's exit 3, not 1)."""
+        reason = self.failure()
+        if reason is None:
+            return None
+        return CellFailed(reason, None if self.ran_to_end else self.side.name)
 
     def sched_times(self) -> dict[tuple[int, int], tuple[float, float]]:
         """(seconds on a CPU, seconds in the run queue) so far of every thread of every live
@@ -395,9 +414,9 @@ class Instance:
             self.read()
             if self.counted() if counted else self.samples:
                 return time.monotonic() - started
-            reason = self.failure()
-            if reason is not None:
-                raise CellFailed(reason, self.side.name)
+            failed = self.failed()
+            if failed is not None:
+                raise failed
             if time.monotonic() - started > timeout_s:
                 said = "counted no work" if self.samples else "wrote no sample"
                 raise CellFailed(
@@ -652,9 +671,9 @@ class Slicer:
         self._previous = inst
         t_stop = time.monotonic()
         cpu_s, runq_s = slice_sched(sched_before, inst.sched_times())
-        reason = inst.failure()
-        if reason is not None:
-            raise CellFailed(reason, inst.side.name)
+        failed = inst.failed()
+        if failed is not None:
+            raise failed
         inst.read()  # lines written before the stop
         usable = self._usable(inst, mark, t_asked, carried)
         share = cpu_s / (t_stop - t_cont) if t_stop > t_cont else None

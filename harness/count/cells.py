@@ -16,8 +16,9 @@ The verdict, per cell: a count regression is a regression (the waits are not mea
 the cell is decided); counts not decidable, or undecided, leave the cell undecided with the
 reason; counts ok and waits that grew beyond the tolerance is a regression, named as waits
 ("a slowdown counts cannot see"); counts ok and waits ok is ok; waits undecided at their
-budget leave it undecided. Exit codes as harness ab's: harness.ab.experiment.exit_code reads
-these results as it reads a time A/B's.
+budget, or not measured with no side to blame (a program that runs to its end before it
+can be time-sliced: DEAP's onemax example, 1.4 s natively), leave it undecided. Exit codes
+as harness ab's: harness.ab.experiment.exit_code reads these results as it reads a time A/B's.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ def verdict(counts: CountAB, waits: CellAB | None, tolerance: float) -> tuple[st
         return "undecided", f"counts: {told.reason}", None
     if waits is None:
         return "undecided", f"counts: {told.reason}; waits not measured", None
+    if waits.decision == "error" and waits.failed_side is None:  # no side failed: e.g. the program ran to its end
+        return "undecided", f"counts: {told.reason}; waits not measured: {waits.reason}", None
     if waits.decision == "error":
         return "error", f"counts: {told.reason}; waits: {waits.reason}", waits.failed_side
     said = waits_reason(waits, tolerance)

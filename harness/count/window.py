@@ -454,8 +454,10 @@ def _short(marks: _Marks, plan: Plan, what: str) -> str:
         "first half": "in the window's first half",
         "second half": "in the window's second half",
     }.get(marks.state, marks.state)
-    if marks.feed.headline is None:
-        where = "no progress counter read from its output yet"
+    if marks.feed.headline is None and marks.own is None:
+        named = "name the counter its lines show with --progress 'NAME=REGEX', e.g. 'trials=Trial (\\d+) finished'"
+        grew = marks.feed.growing.advice()
+        where = f"no progress counter read from the {marks.seen} line(s) with a digit it wrote yet; {grew or named}"
     return f"the program {what} ({where})"
 
 

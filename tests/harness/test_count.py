@@ -44,7 +44,8 @@ def test_a_change_the_runs_straddle_is_undecided():
 
 
 def test_halves_that_disagree_make_counts_not_decidable_with_the_reason():
-    base = [counted("base 1", (1_000_000, 1_020_000)), counted("base 2", (1_000_000, 1_020_000))]
+    """Runs that agree within the bound, not exactly (a deterministic program's halves: test_count_blind.py)."""
+    base = [counted("base 1", (1_000_000, 1_020_000)), counted("base 2", (1_000_000, 1_020_010))]
     cand = [counted(f"candidate {i}", (1_000_000, 1_000_000)) for i in (1, 2)]
     told = judge(base, cand, 0.005)
     assert told.decision == "refused"
