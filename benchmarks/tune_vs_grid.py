@@ -1,8 +1,8 @@
 """`harness tune` against the grid a user would run instead, in one sitting: is the tune never
 slower to a good answer?
 
-For one space (a seed of tune_campaign.py, or `producers`: tests/programs/producers.py's
-workers 1..5 x batch 32..512, 25 settings):
+For one space (a seed of tune_campaign.py, `producers`: tests/programs/producers.py's
+workers 1..5 x batch 32..512, 25 settings, or `selfplay-wide`, below):
 
 1. the grid: `harness sweep` of every setting, one GRID_WINDOW_S (8 s) reading each, timed;
 2. the tune from the space's bad start (`harness tune`, --budget), timed whole, its final A/B
@@ -12,20 +12,47 @@ workers 1..5 x batch 32..512, 25 settings):
    whole interval of winner / best lies above it, "outside" below, "undecided" at its budget.
 
 Prints one line and appends the row to --save (JSON lines). `--tune-only` runs the tune alone
-(a reproducibility pair: the same start and budget twice) and `--judge A B` A/Bs two rows'
+(a reproducibility pair: the same start and budget twice) and `--pair ROWS I J` A/Bs two rows'
 winners against each other (edge 1 - --within, both ways).
+
+`--random N` replaces the grid, for a space too large to sweep whole: after the tune, N settings
+drawn at random (seeded by --random-seed) are swept, one 8 s reading each as the grid's are
+(one `harness sweep` of a spec listing them, duration 8, one repeat). The references are the
+best of those readings and the best setting the tune read (its run's cells: the start's first
+reading and the screens at --screen's window, 2 s, the incumbents' evidence at 8 s). The two
+are on different windows and were read at different times, so they are not ranked against each
+other by their readings: the winner is A/B'd against each reference in turn (one that is the
+winner's own setting needs none), and the row's verdict is "within" only when every A/B says
+so, "outside" when any does, else "undecided". The row keeps the random settings with their
+readings, the tune's best reading, each reference's A/B and the whole run's seconds.
+
+`selfplay-wide`: the self-play suite on the CPU (device cpu) over backend threads, processes or
+server, workers 1, 2, 4, games_per_worker 1, 2, 4, leaves 1..16 (doubling), gather full or
+share, server_threads 1 or 2: 540 settings by the tune's count. games_per_worker, gather and
+server_threads are read by the server backend only (the suite's params say "server:"; threads
+and processes play one game at a time, in-process or per-worker nets); the suite validates each
+value alone and refuses no combination, and the tune checks each knob's values alone and knows
+nothing of this, so it may read or A/B two settings that run the same program (a reading each,
+no failure). Here those settings count once: 210 distinct programs (180 server, 15 threads, 15
+processes), each drawn with equal chance by --random, and a reference that runs the winner's
+program is not A/B'd against it. The bad start, chosen from the params' meaning before any
+reading: the GIL-bound threads backend, one worker, one leaf per search step (a batch of one per
+forward pass), one game per worker, gather full, one server thread.
 
     python benchmarks/tune_vs_grid.py producers --save results/tune_vs_grid.jsonl
     python benchmarks/tune_vs_grid.py mccfr --save results/tune_vs_grid.jsonl
     python benchmarks/tune_vs_grid.py producers --tune-only --save pairs.jsonl   # twice
     python benchmarks/tune_vs_grid.py --pair pairs.jsonl 0 1 --save judged.jsonl
+    python benchmarks/tune_vs_grid.py selfplay-wide --random 30 --within 0.10 --save results/wide.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+import random
 import sys
 import time
 from pathlib import Path
@@ -47,6 +74,29 @@ SPACES: dict[str, dict] = {
         "knobs": {"workers": [1, 2, 3, 4, 5], "batch": [32, 64, 128, 256, 512]},
         "fixed": {},
     },
+    # the docstring's `selfplay-wide`: a space no grid is run of (540 settings, 210 programs)
+    "selfplay-wide": {
+        "suite": "selfplay",
+        "start": {
+            "backend": "threads",
+            "workers": 1,
+            "games_per_worker": 1,
+            "leaves": 1,
+            "gather": "full",
+            "server_threads": 1,
+        },
+        "knobs": {
+            "backend": ["threads", "processes", "server"],
+            "workers": [1, 2, 4],
+            "games_per_worker": [1, 2, 4],
+            "leaves": [1, 2, 4, 8, 16],
+            "gather": ["full", "share"],
+            "server_threads": [1, 2],
+        },
+        "fixed": {"device": "cpu"},
+        # knobs only a setting matching `when` reads: elsewhere the same program whatever their values
+        "inert": {"when": {"backend": "server"}, "knobs": ["games_per_worker", "gather", "server_threads"]},
+    },
 }
 
 
@@ -59,20 +109,126 @@ def tail(space: dict) -> list[str]:
     return ["--", *space["program"]] if "program" in space else []
 
 
+def rate_of(record: dict, space: dict) -> float | None:
+    """A cell's reading: the suite's headline rate (tune_campaign.rate_name), or a program's
+    only counted rate; None where the cell failed or counted nothing."""
+    metrics = record.get("metrics") or {}
+    if "suite" in space:
+        name = rate_name(space["suite"])
+    else:
+        name = next((k for k in sorted(metrics) if k.endswith("_per_s") and not k.startswith(("cpu", "gpu"))), "")
+    rate = metrics.get(name)
+    ok = record["status"] == "ok" and isinstance(rate, int | float) and rate > 0
+    return float(rate) if ok else None
+
+
 def best_of(run: Path, space: dict) -> tuple[dict, float] | None:
-    """The grid's best reading: the setting a user of the grid would pick, by the suite's
-    headline rate (tune_campaign.rate_name), or a program's only counted rate."""
-    got = []
-    for r in records(run):
-        metrics = r.get("metrics") or {}
-        if "suite" in space:
-            name = rate_name(space["suite"])
-        else:
-            name = next((k for k in sorted(metrics) if k.endswith("_per_s") and not k.startswith(("cpu", "gpu"))), "")
-        rate = metrics.get(name)
-        if r["status"] == "ok" and isinstance(rate, int | float) and rate > 0:
-            got.append(({k: r["params"][k] for k in space["knobs"]}, float(rate)))
+    """The grid's best reading: the setting a user of the grid would pick."""
+    got = [(r["params"], r["rate"]) for r in readings(run, space) if r["rate"]]
     return max(got, key=lambda pr: pr[1]) if got else None
+
+
+def program_of(space: dict, setting: dict) -> dict:
+    """The program `setting` runs: knobs its other values leave unread (the space's `inert`) at
+    the start's values, so that two settings running one program compare equal."""
+    inert = space.get("inert")
+    if not inert or all(setting.get(k) == v for k, v in inert["when"].items()):
+        return dict(setting)
+    return {**setting, **{k: space["start"][k] for k in inert["knobs"]}}
+
+
+def programs(space: dict) -> list[dict]:
+    """Every distinct program of the space, in the knobs' order."""
+    names = list(space["knobs"])
+    seen: dict[str, dict] = {}
+    for values in itertools.product(*space["knobs"].values()):
+        program = program_of(space, dict(zip(names, values, strict=True)))
+        seen.setdefault(json.dumps(program, sort_keys=True), program)
+    return list(seen.values())
+
+
+def readings(run: Path, space: dict) -> list[dict]:
+    """A run's readings of the space's settings: each cell's knob values, its rate (rate_of)
+    and its measured window."""
+    return [
+        {
+            "params": {k: r["params"][k] for k in space["knobs"]},
+            "rate": rate_of(r, space),
+            "window_s": (r.get("budget") or {}).get("duration"),
+            "status": r["status"],
+        }
+        for r in records(run)
+    ]
+
+
+def random_sweep(name: str, out: Path, count: int, seed: int) -> dict:
+    """`count` of the space's programs drawn at random (seeded), one 8 s reading each in one
+    sweep, as the grid reads its settings."""
+    space = SPACES[name]
+    drawn = random.Random(seed).sample(programs(space), count)
+    lines = ['label = "random"', "duration = 8", "repeats = 1"]
+    for setting in drawn:
+        params = ", ".join(f"{k} = {json.dumps(v)}" for k, v in {**space["fixed"], **setting}.items())
+        lines += ["", "[[matrix]]", f'suite = "{space["suite"]}"', f"params = {{ {params} }}"]
+    spec = out / "random.toml"
+    spec.write_text("\n".join(lines) + "\n")
+    rc, seconds, text = harness(ROOT, "sweep", str(spec), "--out", str(out / "random"), "--quiet")
+    if rc != 0:
+        print(text[-1500:], flush=True)
+    read = readings(only_run(out / "random"), space)
+    best = max((r for r in read if r["rate"]), key=lambda r: r["rate"], default=None)
+    return {
+        "random_exit": rc,
+        "random_s": seconds,
+        "random_seed": seed,
+        "random": read,
+        "random_best": best["params"] if best else None,
+        "random_best_rate": best["rate"] if best else None,
+    }
+
+
+def against_references(name: str, row: dict, out: Path, within: float, budget: float) -> dict:
+    """The winner A/B'd against the random sweep's best reading and the tune's best reading in
+    turn (their windows differ, so neither is ranked above the other); "within" only when every
+    A/B says so."""
+    space = SPACES[name]
+    tune_read = readings(Path(row["tune_dir"]), space)
+    tune_best = max((r for r in tune_read if r["rate"]), key=lambda r: r["rate"], default=None)
+    candidates = [("random", row.get("random_best"), row.get("random_best_rate"), 8.0)]
+    if tune_best:
+        candidates.append(("tune-read", tune_best["params"], tune_best["rate"], tune_best["window_s"]))
+    winner = program_of(space, row["winner"])
+    judged: list[dict] = []
+    seen: set[str] = set()
+    for source, params, rate, window in candidates:
+        if not params:
+            continue
+        key = json.dumps(program_of(space, params), sort_keys=True)
+        if key in seen:
+            judged[-1]["source"] += f"+{source}"
+            continue
+        seen.add(key)
+        got = {"source": source, "params": params, "rate": rate, "window_s": window}
+        if program_of(space, params) == winner:
+            got["judged"] = "the same program"
+        else:
+            got.update(judge(name, row["winner"], params, out, within, budget))
+        judged.append(got)
+    verdicts = [j["judged"] for j in judged]
+    if not verdicts:
+        overall = "no reference"
+    elif "outside" in verdicts:
+        overall = "outside"
+    elif all(v in ("within", "the same program") for v in verdicts):
+        overall = "within"
+    else:
+        overall = "undecided"
+    return {
+        "tune_readings": len(tune_read),
+        "tune_best_read": tune_best,
+        "references": judged,
+        "judged": overall,
+    }
 
 
 def tune(name: str, out: Path, budget: float, seed: int | None) -> dict:
@@ -121,9 +277,9 @@ def judge(name: str, winner: dict, best: dict, out: Path, within: float, budget:
     from harness.runs.store import RunStore
     from harness.tune.duel import BETTER, WORSE, duel
 
-    if winner == best:
-        return {"judged": "the same setting"}
     space = SPACES[name]
+    if program_of(space, winner) == program_of(space, best):
+        return {"judged": "the same setting"}
     program = Program(list(space["program"])) if "program" in space else None
     make = cell_maker(overrides_for(space.get("suite"), space["fixed"], program, "judge"))
     store = RunStore.create(out, f"judge-{name}", {"kind": "tune-judge"})
@@ -154,6 +310,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, help="the tune's --seed")
     parser.add_argument("--tune-only", action="store_true", help="the tune alone (a reproducibility pair's half)")
     parser.add_argument("--pair", nargs=3, metavar=("ROWS", "I", "J"), help="A/B row I's winner against row J's")
+    parser.add_argument("--random", type=int, metavar="N", help="N random settings instead of the grid")
+    parser.add_argument("--random-seed", type=int, default=1, help="the seed of --random's draw")
     parser.add_argument("--grid-from", type=Path, help="the grid's run directory, swept earlier in this sitting")
     parser.add_argument("--out", type=Path, default=Path("results/tune_vs_grid"))
     parser.add_argument("--save", type=Path)
@@ -175,10 +333,19 @@ def main() -> None:
         return
     if args.space not in SPACES:
         raise SystemExit(f"a space of {', '.join(SPACES)}")
+    if args.random is not None and "suite" not in SPACES[args.space]:
+        raise SystemExit(f"--random: a suite's space ({', '.join(n for n, s in SPACES.items() if 'suite' in s)})")
+    if args.random is not None and not 1 <= args.random <= len(programs(SPACES[args.space])):
+        raise SystemExit(f"--random: 1 to {len(programs(SPACES[args.space]))} settings of {args.space}")
+    began = time.monotonic()
     out = (args.out / f"{stamp}-{args.space}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     row = tune(args.space, out, args.budget, args.seed)
-    if args.grid_from:  # a grid swept earlier in this sitting
+    if args.random is not None:
+        row.update(random_sweep(args.space, out, args.random, args.random_seed))
+        row.update(against_references(args.space, row, out, args.within, args.judge_budget))
+        row["total_s"] = time.monotonic() - began
+    elif args.grid_from:  # a grid swept earlier in this sitting
         best = best_of(args.grid_from, SPACES[args.space])
         row.update(
             grid_s=run_seconds(args.grid_from),
