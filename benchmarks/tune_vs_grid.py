@@ -293,6 +293,19 @@ def judge(name: str, winner: dict, best: dict, out: Path, within: float, budget:
     return {"judged": verdict, "ratio": ratio, "judge_s": time.monotonic() - began, "judge_said": said}
 
 
+def both_ways(ratio: list[float] | None, within: float) -> str:
+    """A pair's winners are within `within` of each other when the whole interval of one over
+    the other lies inside [1 - within, 1 / (1 - within)]: the duel's edge asks one way only."""
+    if not ratio:
+        return "the same setting"
+    low, high, edge = ratio[1], ratio[2], 1 - within
+    if edge < low and high < 1 / edge:
+        return "within"
+    if low > 1 / edge or high < edge:
+        return "outside"
+    return "undecided"
+
+
 def emit(row: dict, save: Path | None) -> None:
     row["load"] = open("/proc/loadavg").read().split()[:3]
     print(json.dumps(row, default=str), flush=True)
@@ -323,13 +336,8 @@ def main() -> None:
         rows = [json.loads(line) for line in Path(args.pair[0]).read_text().splitlines() if line.strip()]
         a, b = rows[int(args.pair[1])], rows[int(args.pair[2])]
         out = (args.out / f"{stamp}-pair-{a['space']}").resolve()
-        emit(
-            {
-                "pair": [a["winner"], b["winner"]],
-                **judge(a["space"], a["winner"], b["winner"], out, args.within, args.judge_budget),
-            },
-            save,
-        )
+        got = judge(a["space"], a["winner"], b["winner"], out, args.within, args.judge_budget)
+        emit({"pair": [a["winner"], b["winner"]], **got, "both_ways": both_ways(got.get("ratio"), args.within)}, save)
         return
     if args.space not in SPACES:
         raise SystemExit(f"a space of {', '.join(SPACES)}")
