@@ -2,7 +2,8 @@
 slower to a good answer?
 
 For one space (a seed of tune_campaign.py, `producers`: tests/programs/producers.py's
-workers 1..5 x batch 32..512, 25 settings, or `selfplay-wide`, below):
+workers 1..5 x batch 32..512, 25 settings, `cleanrl`: CleanRL 0.4.8's PPO from PyPI in its own
+venv, TUNE_CLEANRL_PYTHON, minibatches x steps x envs, 120 settings, or `selfplay-wide`, below):
 
 1. the grid: `harness sweep` of every setting, one GRID_WINDOW_S (8 s) reading each, timed;
 2. the tune from the space's bad start (`harness tune`, --budget), timed whole, its final A/B
@@ -72,6 +73,18 @@ SPACES: dict[str, dict] = {
         "program": [sys.executable, PRODUCERS, "--workers", "{workers}", "--batch", "{batch}"],
         "start": {"workers": 1, "batch": 512},
         "knobs": {"workers": [1, 2, 3, 4, 5], "batch": [32, 64, 128, 256, 512]},
+        "fixed": {},
+    },
+    # CleanRL 0.4.8's PPO from PyPI, unchanged, in its own venv (its python: TUNE_CLEANRL_PYTHON;
+    # the install: docs/records/2026-11-26-tune-real-programs.md), from the earlier tunes' bad start
+    "cleanrl": {
+        "program": [
+            *("env", "OMP_NUM_THREADS=1", os.environ.get("TUNE_CLEANRL_PYTHON", "python")),
+            *"-m cleanrl.ppo --gym-id CartPole-v1 --num-envs {envs} --num-steps {steps} --n-minibatch {minibatches}".split(),
+            *"--total-timesteps 1000000000 --cuda False --seed 1".split(),
+        ],
+        "start": {"minibatches": 32, "steps": 128, "envs": 1},
+        "knobs": {"minibatches": [1, 2, 4, 8, 16, 32], "steps": [32, 64, 128, 256, 512], "envs": [1, 2, 4, 8]},
         "fixed": {},
     },
     # the docstring's `selfplay-wide`: a space no grid is run of (540 settings, 210 programs)

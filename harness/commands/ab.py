@@ -72,6 +72,7 @@ def ab(
     count_lines: int = options.CountLinesOpt,
     count_with: str = options.CountWithOpt,
     count_timeout: float = options.CountTimeoutOpt,
+    count_layouts: int = options.CountLayoutsOpt,
 ) -> int:
     """A/B two revisions on this machine, time-sliced or by counted instructions (your program
     after --, run in each revision's worktree): regression, ok or undecided per cell."""
@@ -80,7 +81,9 @@ def ab(
 
     opts = build_options(tolerance=tolerance, budget=budget, confidence=confidence, slice_s=slice_s, settle=settle,
                          pairs=pairs, seed=seed, warmup_pairs=warmup_pairs, min_blocks=min_blocks)  # fmt: skip
-    counting = count_options(measure, count_tolerance, count_runs, count_lines, count_with, count_timeout)
+    counting = count_options(
+        measure, count_tolerance, count_runs, count_lines, count_with, count_timeout, count_layouts
+    )
     program = options.program_of(ctx, progress, progress_file)
     cand_rev, spec_path = split_positionals(list(rest or []))
     if spec_path is None and suite is None and program is None:

@@ -44,7 +44,13 @@ def counting_tools(opts: CountOptions) -> dict[str, str]:
 
 
 def count_options(
-    measure: str, tolerance: str, runs: int, lines: int, tool: str = "callgrind", timeout_s: float = 600.0
+    measure: str,
+    tolerance: str,
+    runs: int,
+    lines: int,
+    tool: str = "callgrind",
+    timeout_s: float = 600.0,
+    layouts: int = 2,
 ) -> CountOptions | None:
     """The counted A/B's options from the command line (None: --measure time), each checked."""
     from harness.analysis.gating import parse_tolerance
@@ -57,11 +63,17 @@ def count_options(
         return None
     if not 2 <= runs <= 10:
         raise UserError(f"--count-runs {runs}: 2 to 10 counted runs per side (their agreement is evidence; default 2)")
+    if not 1 <= layouts <= 5:
+        raise UserError(
+            f"--count-layouts {layouts}: 1 to 5 memory layouts per side (1: the program's own only; default 2)"
+        )
     if not 1 <= lines <= 1000:
         raise UserError(f"--count-lines {lines}: 1 to 1000 progress lines per half of the window (default 1)")
     if not 30 <= timeout_s <= 7200 or not math.isfinite(timeout_s):
         raise UserError(f"--count-timeout {timeout_s:g}: 30 to 7200 seconds per counted run (default 600)")
-    opts = CountOptions(tolerance=parse_tolerance(tolerance), runs=runs, lines=lines, tool=tool, timeout_s=timeout_s)
+    opts = CountOptions(
+        tolerance=parse_tolerance(tolerance), runs=runs, lines=lines, tool=tool, timeout_s=timeout_s, layouts=layouts
+    )
     if not 0 < opts.tolerance < 0.5 or not math.isfinite(opts.tolerance):
         raise UserError(f"--count-tolerance {tolerance}: more than 0 and less than 50 % (default 0.5%)")
     return opts
@@ -120,7 +132,8 @@ def counted_ab(
 
         print(
             f"A/B by counts: base {base.describe()} vs candidate {cand.describe()}; {len(cells)} cell(s), "
-            f"count tolerance {100 * opts.tolerance:g} %, {opts.runs} runs a side; waits: tolerance "
+            f"count tolerance {100 * opts.tolerance:g} %, {opts.runs} runs a side"
+            f"{f' and one in each of {opts.layouts - 1} other memory layout(s)' if opts.layouts > 1 else ''}; waits: tolerance "
             f"{100 * ab_opts.tolerance:g} %, budget {ab_opts.budget_s:g} s per cell",
             flush=True,
         )

@@ -86,13 +86,16 @@ def gate(
     count_lines: int = options.CountLinesOpt,
     count_with: str = options.CountWithOpt,
     count_timeout: float = options.CountTimeoutOpt,
+    count_layouts: int = options.CountLayoutsOpt,
 ) -> int:
     """Gate a run: correctness against a baseline, speed against the baseline or by an A/B against a revision."""
     from harness.analysis.gating import DEFAULT_TOLERANCE, GateOptions, parse_metrics, parse_tolerance
     from harness.commands.ab import build_options
     from harness.commands.ab_count import count_options
 
-    counting = count_options(measure, count_tolerance, count_runs, count_lines, count_with, count_timeout)
+    counting = count_options(
+        measure, count_tolerance, count_runs, count_lines, count_with, count_timeout, count_layouts
+    )
     if counting is not None and against is None:
         raise UserError("--measure instructions decides an A/B: give --against REV")
     if counting is not None:

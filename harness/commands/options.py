@@ -211,6 +211,12 @@ CountTimeoutOpt = typer.Option(
     help="with --measure instructions: seconds one counted run may take, start-up included, before the cell is an "
     "error naming where its window stood (30-7200)",
 )
+CountLayoutsOpt = typer.Option(
+    2,
+    "--count-layouts",
+    help="with --measure instructions: memory layouts each side is counted in (1-5); a ratio the layout moves "
+    "across the tolerance is undecided (docs/guide/counting.md)",
+)
 CountWithOpt = typer.Option(
     "callgrind",
     "--count-with",

@@ -44,7 +44,8 @@ PILOT_HALF_S = 0.5  # a pilot's half, at least, under valgrind with nothing coun
 @dataclass
 class CountOptions:
     tolerance: float = DEFAULT_COUNT_TOLERANCE
-    runs: int = 2  # counted runs per side (two: their agreement is evidence)
+    runs: int = 2  # counted runs per side in the program's own layout (two: their agreement is evidence)
+    layouts: int = 2  # memory layouts each side is counted in: one more run a side in each past the first
     lines: int = 1  # progress lines that advanced the counter, at least, in each half
     warmup_lines: int = 1  # such lines before the window may open
     # and a half lasts at least this long natively (the hardware counters' pilot; callgrind's
@@ -138,6 +139,20 @@ def target(cell: Cell, side: Side, scratch: Path) -> Target:
     return Target(argv, side.root, env)
 
 
+def runs_a_side(opts: CountOptions) -> int:
+    """Counted runs of each side: `runs` in the program's own layout, one in each other layout."""
+    return opts.runs + opts.layouts - 1
+
+
+def layout_of(i: int, opts: CountOptions) -> int:
+    """The memory layout of a side's run `i` (0-based): 0 for the first `runs`, then 1, 2..."""
+    return max(0, i - opts.runs + 1)
+
+
+def run_label(side: str, i: int, layout: int) -> str:
+    return f"{side} {i + 1}" + (f" (layout {layout})" if layout else "")
+
+
 def run_dir(side: str, i: int) -> str:
     """A counted run's directory, of the same length for both sides: a suite's cell gets a path
     in it on its command line, and paths of different lengths moved the allocator's work (the
@@ -204,18 +219,18 @@ def count_cell(
     result = CountAB(cell, cell_label(cell.suite, cell.params))
     started = time.monotonic()
     sides = {"base": base, "candidate": cand}
-    jobs = [(name, i) for i in range(opts.runs) for name in ("base", "candidate")]
+    jobs = [(name, i, layout_of(i, opts)) for i in range(runs_a_side(opts)) for name in ("base", "candidate")]
     here = root / "count" / cell.id
 
-    def one(job: tuple[str, int]) -> tuple[str, Counted | str]:
-        name, i = job
+    def one(job: tuple[str, int, int]) -> tuple[str, Counted | str]:
+        name, i, layout = job
         out = here / run_dir(name, i)
         out.mkdir(parents=True, exist_ok=True)
         tgt = target(cell, sides[name], out)
         try:
             run = counted_run(
-                tgt.argv, tgt.cwd, out, result.plan or opts.plan(), f"{name} {i + 1}", tgt.env, tgt.progress,
-                found=found, tool=opts.tool,
+                tgt.argv, tgt.cwd, out, result.plan or opts.plan(), run_label(name, i, layout), tgt.env, tgt.progress,
+                found=found, tool=opts.tool, layout=layout,
             )  # fmt: skip
         except CountFailed as exc:
             return name, f"{name} ({sides[name].describe()}): {exc}; its output: {out / 'output.log'}"

@@ -63,6 +63,7 @@ from harness.running import interrupts
 
 HOOK_DIR = Path(__file__).resolve().parent / "hook"
 ENV_SOCKET = "HARNESS_COUNT_SOCKET"
+ENV_LAYOUT = "HARNESS_COUNT_LAYOUT"  # the layout a run counts in (the hook's shift_layout; 0: as it is)
 HASH_SEED = "0"  # PYTHONHASHSEED of every counted run, unless the user set one
 GO_ON, START, MIDDLE, END, LEAVE, DONE = b".", b"S", b"M", b"E", b"X", b"D"  # the hook's protocol
 CONTROL_TIMEOUT_S = 60.0
@@ -114,6 +115,7 @@ class Counted:
     mechanism: str = "inside"
     notes: list[str] = field(default_factory=list)
     tool: str = "callgrind"  # what counted: callgrind, or "perf" (hardware counters: harness.count.hardware)
+    layout: int = 0  # the memory layout it counted in (ENV_LAYOUT)
 
     @property
     def halves(self) -> tuple[int, int]:
@@ -140,6 +142,7 @@ class Counted:
             "plan": self.plan.to_json(),
             "mechanism": self.mechanism,
             "tool": self.tool,
+            "layout": self.layout,
             "processes": [p.to_json() for p in self.processes],
             "notes": self.notes,
         }
@@ -235,8 +238,10 @@ def counted_run(
     found: dict[str, str] | None = None,
     tool: str = "callgrind",
     event: tuple[int, int] | None = None,
+    layout: int = 0,
 ) -> Counted:
-    """Run `argv` in `cwd` until its window closes; its counts. `out_dir` receives the dumps
+    """Run `argv` in `cwd` until its window closes; its counts, in memory layout `layout`
+    (0: the program's own; k: the hook's shift_layout(k) before its first import). `out_dir` receives the dumps
     and the program's output (output.log). `tool`: "callgrind" (the program under
     valgrind), "perf" (natively, hardware counters opened on its processes at the marks:
     harness.count.hardware; `event` another event to count, for tests), "warm" (under
@@ -260,6 +265,7 @@ def counted_run(
         listener.bind(str(scratch / "s"))
         listener.listen(64)
         env[ENV_SOCKET] = str(scratch / "s")
+        env[ENV_LAYOUT] = str(layout)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOK_DIR), env.get("PYTHONPATH")) if p)
     log = (out_dir / "output.log").open("w", encoding="utf-8", errors="replace")
     started = time.monotonic()
@@ -321,7 +327,7 @@ def counted_run(
         counts = _counts(out_dir, marker) if tool == "callgrind" else []
     units = (marks.totals[1] - marks.totals[0], marks.totals[2] - marks.totals[1])
     result = Counted(label, marks.counter or "", units, counts, wall, _plan_of(plan, marks), mechanism)
-    result.tool = tool
+    result.tool, result.layout = tool, layout
     if not any(p.marked for p in counts) and mechanism == "inside":
         result.notes.append("the process that wrote the marks left no count of the window")
     return result

@@ -97,7 +97,8 @@ def markdown(results: list[CountedCell], title: str, opts: CountOptions, ab_opts
     lines = [
         f"## harness ab: {VERDICTS.get(code, 'undecided')} (exit {code})",
         "",
-        f"{title}; counted: tolerance {100 * opts.tolerance:g} %, {opts.runs} runs a side; waits: tolerance "
+        f"{title}; counted: tolerance {100 * opts.tolerance:g} %, {opts.runs} runs a side in "
+        f"{opts.layouts} memory layout(s); waits: tolerance "
         f"{100 * ab_opts.tolerance:g} %, confidence {100 * (1 - ab_opts.alpha):g} %, budget {ab_opts.budget_s:g} s per cell.",
         "",
         "| " + " | ".join(COLUMNS) + " |",
@@ -118,7 +119,7 @@ def markdown(results: list[CountedCell], title: str, opts: CountOptions, ab_opts
                         for g in r.counts.growth), ""]  # fmt: skip
     lines.append(
         "Counted work: instructions per unit of the program's progress, every process summed, under callgrind; "
-        "a regression when every pairing of runs exceeds 1 + tolerance. Time on the CPU: the share of a unit's "
+        "a regression when every pairing of runs in one memory layout exceeds 1 + tolerance. Time on the CPU: the share of a unit's "
         "time (run-queue waits taken out) spent on a CPU, decided natively: it falls when sleeps, I/O or locks "
         "grow, which counts cannot see. Time A/B: the time-sliced interval of the same blocks, not decided on."
     )

@@ -68,6 +68,86 @@ def test_runs_of_a_side_that_disagree_make_counts_not_decidable():
     assert told.decision == "refused" and "the base's runs differ by 0.40 %" in told.reason
 
 
+def in_layout(run: Counted, layout: int) -> Counted:
+    run.layout = layout
+    return run
+
+
+def test_a_ratio_the_memory_layout_moves_across_the_edge_is_undecided_with_the_reason():
+    """The gate's actor-learner cell against an older base: each side's runs repeat exactly in
+    one layout, candidate/base 1.0052 there, 1.0011 in another (CPython's attribute cache)."""
+    base = [counted(f"base {i}", (1_000_000, 1_000_000)) for i in (1, 2)]
+    base.append(in_layout(counted("base 3 (layout 1)", (1_001_500, 1_001_500)), 1))
+    cand = [counted(f"candidate {i}", (1_005_200, 1_005_200)) for i in (1, 2)]
+    cand.append(in_layout(counted("candidate 3 (layout 1)", (1_002_600, 1_002_600)), 1))
+    told = judge(base, cand, 0.005)
+    assert told.decision == "undecided"
+    assert "the memory layout moves it across 1.0050 (1.0052 in layout 0, 1.0011 in layout 1)" in told.reason
+    assert told.low == pytest.approx(1.0011, abs=1e-4) and told.high == pytest.approx(1.0052, abs=1e-4)
+    # runs are paired within a layout only: no pairing of base layout 1 with candidate layout 0
+    assert "over 5 pairings of runs in 2 memory layouts" in told.reason
+    # the layouts' spread (0.15 %) is not the runs' disagreement (bound 0.125 %): runs of one layout are compared
+    assert not any("differ by" in line for line in told.evidence)
+    assert any(
+        line.startswith("candidate/base by layout: 0: 1.00520 (regression), 1: 1.00110 (ok)") for line in told.evidence
+    )
+
+
+def test_a_regression_in_every_layout_is_a_regression():
+    base = [counted(f"base {i}", (1_000_000, 1_000_000)) for i in (1, 2)]
+    base.append(in_layout(counted("base 3 (layout 1)", (1_001_500, 1_001_500)), 1))
+    cand = [counted(f"candidate {i}", (1_010_000, 1_010_000)) for i in (1, 2)]
+    cand.append(in_layout(counted("candidate 3 (layout 1)", (1_012_000, 1_012_000)), 1))
+    told = judge(base, cand, 0.005)
+    assert told.decision == "regression" and told.low == pytest.approx(1.01, abs=1e-4)
+
+
+def test_more_work_in_every_layout_but_within_a_sides_own_drift_across_layouts_is_undecided():
+    """A side whose count jumps 2.4 % between layouts (a hot lookup colliding in CPython's
+    attribute cache in one of them): a ratio of 1.006-1.01 is within that luck."""
+    base = [counted(f"base {i}", (1_000_000, 1_000_000)) for i in (1, 2)]
+    base.append(in_layout(counted("base 3 (layout 1)", (1_024_000, 1_024_000)), 1))
+    cand = [counted(f"candidate {i}", (1_006_000, 1_006_000)) for i in (1, 2)]
+    cand.append(in_layout(counted("candidate 3 (layout 1)", (1_034_000, 1_034_000)), 1))
+    told = judge(base, cand, 0.005)
+    assert told.decision == "undecided" and told.low > 1.005
+    assert "each side's own count moves 2.78 % between memory layouts" in told.reason
+    bigger = [counted(f"candidate {i}", (1_040_000, 1_040_000)) for i in (1, 2)]
+    bigger.append(in_layout(counted("candidate 3 (layout 1)", (1_066_000, 1_066_000)), 1))
+    assert judge(base, bigger, 0.005).decision == "regression"  # 4 % in both: beyond the drift
+
+
+def test_the_count_a_side_runs_and_the_layout_of_each_run():
+    from harness.count.experiment import CountOptions, layout_of, run_label, runs_a_side
+
+    opts = CountOptions(runs=2, layouts=3)
+    assert runs_a_side(opts) == 4 and [layout_of(i, opts) for i in range(4)] == [0, 0, 1, 2]
+    assert run_label("base", 3, 2) == "base 4 (layout 2)" and run_label("candidate", 0, 0) == "candidate 1"
+    assert runs_a_side(CountOptions(runs=2, layouts=1)) == 2
+
+
+def test_a_layout_moves_the_programs_addresses_before_its_first_import(tmp_path):
+    """The hook's shift_layout: with ASLR off (as every counted run) layout 0 repeats its
+    addresses exactly, and layout 2 allocates and tags before the program starts."""
+    import shutil
+
+    setarch = shutil.which("setarch")
+    if setarch is None:
+        pytest.skip("setarch (util-linux) is not installed")
+    program = "import sitecustomize; s = 'x' * 3000; print(id(s), id(type('T', (), {})), len(sitecustomize._KEPT))"
+
+    def run(layout: int) -> list[int]:
+        env = {**os.environ, "PYTHONPATH": str(HOOK_DIR), "HARNESS_COUNT_SOCKET": str(tmp_path / "none"),
+               "HARNESS_COUNT_LAYOUT": str(layout), "PYTHONHASHSEED": "0"}  # fmt: skip
+        done = subprocess.run([setarch, os.uname().machine, "-R", sys.executable, "-c", program], env=env,
+                              capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+        return [int(x) for x in done.stdout.split()]
+
+    first, again, shifted = run(0), run(0), run(2)
+    assert first == again and first[2] == 0
+    assert shifted[2] > 0 and shifted[:2] != first[:2]
+
+
 def test_a_process_that_counted_nothing_is_named_in_the_evidence():
     run = counted("base 1", (1_000_000, 1_000_000))
     run.processes.append(ProcessCount(2, "python worker.py", (0, 0), False, "counted nothing in the window"))
@@ -153,6 +233,8 @@ def test_a_missing_valgrind_is_bad_input_naming_the_package(cli, monkeypatch, tm
         (["--measure", "instructions", "--count-tolerance", "60%"], "--count-tolerance 60%"),
         (["--measure", "instructions", "--count-lines", "0"], "--count-lines 0"),
         (["--measure", "instructions", "--count-timeout", "5"], "--count-timeout 5"),
+        (["--measure", "instructions", "--count-layouts", "0"], "--count-layouts 0: 1 to 5"),
+        (["--measure", "instructions", "--count-layouts", "6"], "--count-layouts 6: 1 to 5"),
     ],
 )
 def test_bad_count_flags_are_refused(cli, tmp_path, flags, said):
