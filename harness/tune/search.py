@@ -876,7 +876,11 @@ class Tuner:
             state.conclusion = f"the start stays: {state.conclusion}"
             state.best = dict(state.start)
             return
-        budget = self.left()
+        # what the budget leaves, but no later than a grid of the space would have ended: the
+        # actor-learner's flat space (every setting within 3 % of the start) was screened and
+        # raced in 498 s of its grid's 589, and a final A/B given the rest of a 1200 s budget
+        # ran 12 blocks, 228 s, to say "less than the 3 % a change must gain" (1.23x the grid)
+        budget = min(self.left(), self.grid_s() - self.elapsed())
         need = blocks_to_decide(state.options.final_alpha) * self.block_s()
         if budget < need:
             budget = need  # the final A/B is the tune's answer: it gets the blocks it needs to decide at all

@@ -191,6 +191,31 @@ def test_a_final_ab_that_does_not_confirm_keeps_the_start(tmp_path, monkeypatch)
     assert t.state.conclusion.startswith("the start stays: the final A/B did not confirm slowdown=2")
 
 
+def test_the_final_ab_ends_no_later_than_a_grid_would_have_but_gets_its_fewest_blocks(tmp_path, monkeypatch):
+    from harness.ab.sequential import blocks_to_decide
+
+    knobs = [parse_knob("slowdown=1,2,4")]
+    t = tuner(knobs, Vocabulary(), {"slowdown": 4}, tmp_path)
+    t.make_cell = lambda values: values
+    t.state.best = {"slowdown": 2}
+    t.state.steps.append(search_module.Step(0, {"slowdown": 4}, 0.0))
+    t._block_s = [10.0]
+    budgets = []
+
+    def duel(incumbent, challenger, run_root, opts, min_gain, words=None, stop_futile=True):
+        budgets.append(opts.budget_s)
+        return Duel(BETTER, Interval(7, 0.3, 0.1, 0.5), 7, 1.0, "units_per_s", "")
+
+    monkeypatch.setattr(search_module, "duel", duel)
+    monkeypatch.setattr(t, "grid_s", lambda: 500.0)
+    monkeypatch.setattr(t, "elapsed", lambda: 300.0)
+    t.final()  # the budget leaves more (a 1200 s --budget), the grid 200 s
+    fewest = blocks_to_decide(t.state.options.final_alpha) * 10.0
+    monkeypatch.setattr(t, "elapsed", lambda: 490.0)
+    t.final()  # the grid's time nearly spent: the fewest blocks that can decide
+    assert budgets == [200.0, fewest]
+
+
 def test_the_state_survives_its_json(tmp_path):
     state = TuneState("synthetic", {"kind": "spin"}, [parse_knob("slowdown=1,2,4")], {"slowdown": 4}, TuneOptions())
     state.steps.append(search_module.Step(0, {"slowdown": 4}, 0.0))
