@@ -151,16 +151,12 @@ def judge(base: list[Counted], cand: list[Counted], tolerance: float) -> CountVe
         f"instructions per unit candidate/base {ratio:.4f} [{low:.4f}, {high:.4f}] over {len(ratios)} pairings of runs"
         f"{in_layouts}"
     )
-    by_layout = {k: _decide(_pairings(base, cand, lambda r: r.per_unit, k), tolerance) for k in layouts}
-    if len(layouts) > 1:
-        evidence.append(
-            "candidate/base by layout: "
-            + ", ".join(
-                f"{k}: {_mean(_pairings(base, cand, lambda r: r.per_unit, k)):.5f} ({by_layout[k]})" for k in layouts
-            )
-        )
+    in_layout = {k: _pairings(base, cand, lambda r: r.per_unit, k) for k in layouts}
+    by_layout = {k: _decide(got, tolerance) for k, got in in_layout.items()}
     drift = layout_drift(base, cand)
     if len(layouts) > 1:
+        evidence.append("candidate/base by layout: " + ", ".join(
+            f"{k}: {_mean(got):.5f} ({by_layout[k]})" for k, got in in_layout.items()))  # fmt: skip
         evidence.append(f"each side's count across layouts: up to {100 * drift:.2f} % apart")
     decision = _decide(ratios, tolerance)
     if decision == "regression" and drift > tolerance and low <= 1 + drift:
@@ -176,7 +172,7 @@ def judge(base: list[Counted], cand: list[Counted], tolerance: float) -> CountVe
     if decision == "ok":
         return CountVerdict("ok", f"{span}: within {edge:.4f}", ratio, low, high, evidence)
     if len(set(by_layout.values())) > 1:
-        said = ", ".join(f"{_mean(_pairings(base, cand, lambda r: r.per_unit, k)):.4f} in layout {k}" for k in layouts)
+        said = ", ".join(f"{_mean(got):.4f} in layout {k}" for k, got in in_layout.items())
         return CountVerdict(
             "undecided",
             f"{span}: the memory layout moves it across {edge:.4f} ({said}): CPython's caches follow "

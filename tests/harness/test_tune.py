@@ -179,12 +179,17 @@ def fake_duel(decisions: dict[str, str]):
     return duel
 
 
-def test_a_final_ab_that_does_not_confirm_keeps_the_start(tmp_path, monkeypatch):
-    knobs = [parse_knob("slowdown=1,2,4")]
-    t = tuner(knobs, Vocabulary(), {"slowdown": 4}, tmp_path)
+def adopted_before_its_final(tmp_path) -> Tuner:
+    """A tuner of slowdown 1, 2, 4 from 4 whose one step adopted 2: its final A/B is next."""
+    t = tuner([parse_knob("slowdown=1,2,4")], Vocabulary(), {"slowdown": 4}, tmp_path)
     t.make_cell = lambda values: values
     t.state.best = {"slowdown": 2}
     t.state.steps.append(search_module.Step(0, {"slowdown": 4}, 0.0))
+    return t
+
+
+def test_a_final_ab_that_does_not_confirm_keeps_the_start(tmp_path, monkeypatch):
+    t = adopted_before_its_final(tmp_path)
     monkeypatch.setattr(search_module, "duel", fake_duel({"2": WORSE}))
     t.final()
     assert t.state.best == {"slowdown": 4}
@@ -194,11 +199,7 @@ def test_a_final_ab_that_does_not_confirm_keeps_the_start(tmp_path, monkeypatch)
 def test_the_final_ab_ends_no_later_than_a_grid_would_have_but_gets_its_fewest_blocks(tmp_path, monkeypatch):
     from harness.ab.sequential import blocks_to_decide
 
-    knobs = [parse_knob("slowdown=1,2,4")]
-    t = tuner(knobs, Vocabulary(), {"slowdown": 4}, tmp_path)
-    t.make_cell = lambda values: values
-    t.state.best = {"slowdown": 2}
-    t.state.steps.append(search_module.Step(0, {"slowdown": 4}, 0.0))
+    t = adopted_before_its_final(tmp_path)
     t._block_s = [10.0]
     budgets = []
 
