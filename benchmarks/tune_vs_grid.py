@@ -303,7 +303,10 @@ def judge(name: str, winner: dict, best: dict, out: Path, within: float, budget:
     said = (
         f"{verdict}: {ratio[0]:.3f}x [{ratio[1]:.3f}, {ratio[2]:.3f}] after {got.blocks} blocks" if ratio else verdict
     )
-    return {"judged": verdict, "ratio": ratio, "judge_s": time.monotonic() - began, "judge_said": said}
+    return {
+        "judged": verdict, "ratio": ratio, "judge_s": time.monotonic() - began, "judge_said": said,
+        "judge_blocks": got.block_ratios,
+    }  # fmt: skip
 
 
 def both_ways(ratio: list[float] | None, within: float) -> str:

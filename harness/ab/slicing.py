@@ -124,6 +124,11 @@ class Sample:
     counters: dict[str, float]
     read_at: float  # the parent's time.monotonic() when it read the line
     phase: str = "measure"  # the child probe's phase (warmup until its rate settled)
+    counted: dict[str, float] = field(default_factory=dict)  # when a counter that lags `t` last moved
+
+    def as_of(self, counter: str) -> float:
+        """The child's time at which `counter` last moved: its value is the work done by then."""
+        return self.counted.get(counter, self.t)
 
 
 @dataclass
@@ -131,7 +136,7 @@ class SliceResult:
     side: str
     started: float  # parent's monotonic time of SIGCONT
     length_s: float  # SIGCONT to SIGSTOP
-    window_s: float | None  # the measured interval inside it
+    window_s: float | None  # the measured interval inside it, between its first and last samples
     rate: float | None  # counter per second over the window; None: discarded
     cpu_share: float | None = None  # CPU seconds of the cell's processes per second of the slice
     starved: bool = False  # its CPU share fell below STARVED x its partner's (both by their side's median)
@@ -142,6 +147,10 @@ class SliceResult:
     # the cell's CPU seconds from its window's first sample (as read when it arrived) to the
     # stop: the slice's, less what ran before the window opened; None where no window opened
     window_cpu_s: float | None = None
+    count: float | None = None  # the counter's growth between the window's first and last samples
+    # the program's running seconds between the counts those samples hold (their as-of times,
+    # stops left out): what `rate` is over (Slicer._measure)
+    timed_s: float | None = None
 
     def adjusted_rate(self, estimand: str) -> float | None:
         """The slice's rate as an estimand reads it: "wall" as measured; "cpu" per second of
@@ -164,8 +173,9 @@ class SliceResult:
             # and the whole slice's CPU over the window's count read it at half its rate (an
             # identical candidate at 0.498 in CI). Without that reading, the slice's share is
             # taken as even over the slice.
-            if self.window_cpu_s and self.window_s:
-                return self.rate * self.window_s / self.window_cpu_s
+            counted = self.count if self.count is not None else self.rate * (self.window_s or 0.0)
+            if self.window_cpu_s and counted:
+                return counted / self.window_cpu_s
             return self.rate / self.cpu_share
         if estimand == "runq":
             if self.runq_s is None or self.runq_s >= self.length_s:
@@ -300,6 +310,8 @@ class Instance:
         self._reader = Reader(self.scratch)
         self._offset = math.inf  # parent monotonic - child clock, at its smallest seen
         self.stopped = False
+        self._stopped_at: float | None = None  # parent monotonic of the SIGSTOP in force
+        self.pauses: list[tuple[float, float]] = []  # (SIGSTOP, SIGCONT), parent monotonic
 
     # ------------------------------------------------------------------ the stream
     def read(self) -> list[Sample]:
@@ -309,8 +321,9 @@ class Instance:
         new = []
         for message in self.stream.add(messages):
             sample = Sample(
-                float(message["t"]), dict(message.get("counters") or {}), now, str(message.get("phase", "measure"))
-            )
+                float(message["t"]), dict(message.get("counters") or {}), now, str(message.get("phase", "measure")),
+                {name: float(at) for name, at in (message.get("counted") or {}).items()},
+            )  # fmt: skip
             self._offset = min(self._offset, now - sample.t)
             new.append(sample)
         self.samples += new
@@ -380,6 +393,7 @@ class Instance:
     def stop(self) -> None:
         self.signal(signal.SIGSTOP)
         self.stopped = True
+        self._stopped_at = time.monotonic()
 
     def wait_stopped(self, timeout_s: float = STOP_TIMEOUT_S) -> float:
         """Wait until every thread of the cell has acted on SIGSTOP; the seconds it took. A
@@ -396,6 +410,24 @@ class Instance:
     def cont(self) -> None:
         self.signal(signal.SIGCONT)
         self.stopped = False
+        if self._stopped_at is not None:
+            self.pauses.append((self._stopped_at, time.monotonic()))
+            self._stopped_at = None
+
+    def running_s(self, start: float, end: float) -> float:
+        """The seconds the cell ran between two times of its clock: the stops between them
+        (each SIGSTOP to its SIGCONT, as the parent timed them) left out. A stop's length is
+        the parent's, whatever the offset of the clocks; only where it falls uses the offset."""
+        stopped = 0.0
+        for paused, resumed in self.pauses:
+            low, high = max(start, self.child_time(paused)), min(end, self.child_time(resumed))
+            stopped += max(high - low, 0.0)
+        return end - start - stopped
+
+    def ran_since(self) -> float:
+        """When, on its clock, the run before the latest stop began (its launch, at first): a
+        count as of then or later was made in this slice or the last one."""
+        return self.child_time(self.pauses[-2][1]) if len(self.pauses) >= 2 else -math.inf
 
     def counted(self) -> bool:
         """Whether the cell has counted any work yet (a sample with a counter above zero)."""
@@ -600,7 +632,7 @@ class Slicer:
         ran = {name: self._slice(instances[name]) for name in (first, second)}
         if self.counter is None:  # a cell's first samples may have counted nothing yet
             self._agree_on_counter(instances, final=False)
-        results = {name: self._measure(result, window) for name, (result, window) in ran.items()}
+        results = {name: self._measure(result, window, instances[name]) for name, (result, window) in ran.items()}
         self._judge_shares(results)
         return Pair(block, index, warmup, first, results["base"], results["candidate"])
 
@@ -622,13 +654,24 @@ class Slicer:
             results["base"].starved = base < STARVED * cand
             results["candidate"].starved = cand < STARVED * base
 
-    def _measure(self, result: SliceResult, window: list[Sample]) -> SliceResult:
-        """The slice's rate of the agreed counter over its measured window."""
+    def _measure(self, result: SliceResult, window: list[Sample], inst: Instance) -> SliceResult:
+        """The slice's rate of the agreed counter over its measured window: the growth between
+        its first and last samples over the time between the counts they hold. A program that
+        prints its progress every 0.2 s has its samples read up to a report late; timed by the
+        samples, its 1 s slices read the producers program 7.5 % apart (cv), timed by the
+        reports 2 % (the samples' `counted`). A first count made before the stop that opened
+        the slice was made while the cell ran (up to that stop), so the stop is left out of
+        its time (Instance.running_s); one made before the slice's last run began is too old
+        to pair with the other side, and the samples' own times are taken."""
         if self.counter is None or _span(window) < self.opts.window_s:
             return result
         first, last = window[0], window[-1]
         result.window_s = last.t - first.t
-        rate = (last.counters.get(self.counter, 0.0) - first.counters.get(self.counter, 0.0)) / result.window_s
+        result.count = last.counters.get(self.counter, 0.0) - first.counters.get(self.counter, 0.0)
+        start, end = first.as_of(self.counter), last.as_of(self.counter)
+        timed = inst.running_s(start, end) if start >= inst.ran_since() and end > start else 0.0
+        result.timed_s = timed if timed > 0 else inst.running_s(first.t, last.t)
+        rate = result.count / result.timed_s if result.timed_s > 0 else 0.0
         result.rate = rate if rate > 0 else None
         return result
 

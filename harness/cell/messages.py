@@ -42,8 +42,12 @@ def start(wall: float) -> Message:
     return {"type": START, "wall": wall}
 
 
-def sample(t: float, phase: str, counters: dict[str, float]) -> Message:
-    return {"type": SAMPLE, "t": t, "phase": phase, "counters": counters}
+def sample(t: float, phase: str, counters: dict[str, float], counted: dict[str, float] | None = None) -> Message:
+    """`counted`: when each counter that lags the sample last moved (harness.cell.probe)."""
+    message = {"type": SAMPLE, "t": t, "phase": phase, "counters": counters}
+    if counted:
+        message["counted"] = counted
+    return message
 
 
 def point(t: float, name: str, value: float) -> Message:

@@ -31,6 +31,11 @@ from harness.cell.window import counter_rates, declared_rates, drift_metrics
 from harness.model.vocabulary import HEADLINE_METRIC, Rate
 
 Phase = Literal["warmup", "measure"]
+# a counter whose last count came this long before a sample is said, in the sample, to lag it
+# (messages.sample's `counted`): a program that prints its progress every 0.2 s is read at a
+# second's samples up to 0.2 s late, and a 1 s slice of an A/B read its rate 7.5 % apart
+# (cv) where the reports' own times read it 2 % apart (harness.ab.slicing.Slicer._measure)
+LAG_S = 0.001
 Sink = Callable[[messages.Message], None]  # receives the child's channel messages
 
 
@@ -93,6 +98,7 @@ class Probe:
         self._settle: list[tuple[float, float]] = []  # (t, count) every steady.PERIOD_S in warm-up
         self._judged: tuple[str, bool, str] | None = None  # (counter, settled?, how) at the last point
         self._counters: dict[str, float] = {}
+        self._counted_at: dict[str, float] = {}  # the clock when each counter last moved
         self._at_measure_start: dict[str, float] = {}
         self._at_measure_end: dict[str, float] | None = None
         self._observations: dict[str, Observations] = {}
@@ -120,11 +126,13 @@ class Probe:
     # ------------------------------------------------------------------ reporting
     def count(self, name: str, n: float = 1) -> None:
         """Add `n` to counter `name` (a plural noun: what the suite counts)."""
+        now = self._clock()
         with self._lock:
             self._counters[name] = self._counters.get(name, 0) + n
+            self._counted_at[name] = now
         if name == self._marks:
             self._mark(name, n)
-        self._tick()
+        self._tick(now)
 
     def _mark(self, name: str, n: float) -> None:
         """Print this count (a counted run's window opens and closes at such a line: right
@@ -367,9 +375,10 @@ class Probe:
                 return
             self._next_sample = now + self._period
             counts = dict(self._counters)
+            lagging = {name: at - self._t0 for name, at in self._counted_at.items() if now - at > LAG_S}
             phase = self.current_phase
             self._samples.append((now - self._t0, phase, counts))
-        self._emit(messages.sample(now - self._t0, phase, counts))
+        self._emit(messages.sample(now - self._t0, phase, counts, lagging))
 
     def _emit(self, record: dict[str, Any]) -> None:
         if self._sink is not None:

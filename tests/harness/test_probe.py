@@ -161,3 +161,17 @@ def test_drift_leaves_out_the_samples_of_a_window_the_warm_up_restarted():
     metrics = probe.finish()
     assert metrics["iterations_per_s_drift_span_s"] <= 14.0
     assert metrics["iterations_per_s_drift_pct_per_min"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_sample_says_when_a_counter_that_lags_it_last_moved():
+    clock, seen = FakeClock(), []
+    probe = Probe(duration_s=60, clock=clock, sink=seen.append, series_period_s=1)
+    clock.t = 0.8
+    probe.count("rows", 200)  # a report, then nothing until the next sample is due
+    probe.count("steps", 1)
+    clock.t = 1.1
+    probe.count("steps", 1)  # counted as the sample is taken
+    probe.should_stop()
+    (sample,) = [m for m in seen if m["type"] == "sample"]
+    assert sample["t"] == pytest.approx(1.1)
+    assert sample["counted"] == {"rows": pytest.approx(0.8)}  # "steps" moved at the sample itself
