@@ -147,6 +147,7 @@ class SliceResult:
     # the cell's CPU seconds from its window's first sample (as read when it arrived) to the
     # stop: the slice's, less what ran before the window opened; None where no window opened
     window_cpu_s: float | None = None
+    window_wall_s: float | None = None  # the seconds those CPU seconds were taken over (the parent's clock)
     count: float | None = None  # the counter's growth between the window's first and last samples
     # the program's running seconds between the counts those samples hold (their as-of times,
     # stops left out): what `rate` is over (Slicer._measure)
@@ -167,15 +168,15 @@ class SliceResult:
         # uses little CPU in every slice, and is not starved)
         if not self.cpu_share or (self.starved and self.cpu_share * self.length_s < MIN_SLICE_CPU_S):
             return None
-        if estimand == "cpu":  # the window's count per CPU second from its opening. A window
+        if estimand == "cpu":  # the rate over the window's CPU share from its opening. A window
             # mostly opens at SIGCONT (a stopped cell's probe is overdue and writes at once), but
             # a cell launched just before its slice writes its next sample up to a second later,
             # and the whole slice's CPU over the window's count read it at half its rate (an
-            # identical candidate at 0.498 in CI). Without that reading, the slice's share is
-            # taken as even over the slice.
-            counted = self.count if self.count is not None else self.rate * (self.window_s or 0.0)
-            if self.window_cpu_s and counted:
-                return counted / self.window_cpu_s
+            # identical candidate at 0.498 in CI). The rate, not the count over that CPU: the
+            # count steps by a program's reports, which the rate is timed by (Slicer._measure).
+            # Without that reading, the slice's share is taken as even over the slice.
+            if self.window_cpu_s and self.window_wall_s:
+                return self.rate * self.window_wall_s / self.window_cpu_s
             return self.rate / self.cpu_share
         if estimand == "runq":
             if self.runq_s is None or self.runq_s >= self.length_s:
@@ -695,6 +696,7 @@ class Slicer:
         # before this one began): read when its first sample is, so that the rate per CPU
         # second counts the window's CPU, not the slice's
         at_opening = None if not carried else sched_before
+        opened_at = t_cont if carried else None  # when at_opening was read
         while True:
             interrupts.check()
             time.sleep(opts.poll_s)
@@ -702,7 +704,7 @@ class Slicer:
             now = time.monotonic()
             usable = self._usable(inst, mark, t_asked, carried)
             if at_opening is None and usable:
-                at_opening = inst.sched_times()
+                at_opening, opened_at = inst.sched_times(), time.monotonic()
             if now - t_cont >= opts.slice_s and _span(usable) >= opts.window_s:
                 break
             if now - t_cont >= opts.max_slice_s:
@@ -722,8 +724,9 @@ class Slicer:
         share = cpu_s / (t_stop - t_cont) if t_stop > t_cont else None
         result = SliceResult(inst.side.name, t_cont, t_stop - t_cont, None, None, share, runq_s=runq_s)
         result.stopping_s = stopping_s
-        if at_opening is not None:  # the end is the stopped reading: exact, as the slice's own
+        if at_opening is not None and opened_at is not None:  # the end is the stopped reading: exact
             result.window_cpu_s = max(cpu_s - slice_sched(sched_before, at_opening)[0], 0.0)
+            result.window_wall_s = max(t_stop - opened_at, 0.0)
         return result, usable
 
     def _usable(self, inst: Instance, mark: int, t_cont: float, carried: bool) -> list[Sample]:

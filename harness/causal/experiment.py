@@ -330,7 +330,8 @@ class Experiment:
             if count is None:
                 continue
             if self._last_count is not None and count != self._last_count:
-                self._counter_reports.append(cad.Report(sample.t, count))
+                # when the count was made, not when it was sampled (a report's own time)
+                self._counter_reports.append(cad.Report(sample.as_of(self.counter or ""), count))
             self._last_count = count
         if warm:
             if time.monotonic() >= self._tree_read_at + TREE_EVERY_S:

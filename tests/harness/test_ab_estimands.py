@@ -97,8 +97,10 @@ def test_a_slice_whose_window_starts_late_is_read_per_cpu_second_of_that_window(
     # a side launched just before its slice writes its next sample a second in: a 2 s slice
     # on a whole CPU whose window is its last second. Per CPU second of the slice it read half
     # its rate (an identical candidate at 0.498 in CI); per CPU second of the window it is right.
-    late = SliceResult("candidate", 0.0, 2.0, 1.0, 350.0, cpu_share=1.0, runq_s=0.0, window_cpu_s=1.0)
-    on_time = SliceResult("base", 0.0, 1.0, 1.0, 350.0, cpu_share=1.0, runq_s=0.0, window_cpu_s=1.0)
+    late = SliceResult(
+        "candidate", 0.0, 2.0, 1.0, 350.0, cpu_share=0.5, runq_s=0.0, window_cpu_s=1.0, window_wall_s=1.0
+    )
+    on_time = SliceResult("base", 0.0, 1.0, 1.0, 350.0, cpu_share=1.0, runq_s=0.0, window_cpu_s=1.0, window_wall_s=1.0)
     assert Pair(0, 0, False, "candidate", on_time, late).log_ratio_of("cpu") == pytest.approx(0.0)
     unread = SliceResult("candidate", 0.0, 2.0, 1.0, 350.0, cpu_share=1.0, runq_s=0.0)  # no window CPU
     assert unread.adjusted_rate("cpu") == pytest.approx(350.0)  # the slice's share taken as even
@@ -137,4 +139,4 @@ def test_a_side_sliced_just_after_its_launch_is_read_per_cpu_second_of_its_windo
     slice_cpu_s = late.cpu_share * late.length_s
     assert late.window_cpu_s < 0.75 * slice_cpu_s, late  # what ran before the window is left out
     assert late.window_cpu_s == pytest.approx(late.window_s * late.cpu_share, rel=0.25), late
-    assert late.adjusted_rate("cpu") == pytest.approx(late.rate * late.window_s / late.window_cpu_s)
+    assert late.adjusted_rate("cpu") == pytest.approx(late.rate * late.window_wall_s / late.window_cpu_s)
