@@ -5,7 +5,9 @@ readings lie within the noise of each other.
 
 Successive halving (Jamieson and Talwalkar; the rungs of Ray Tune's ASHA, Hyperband's
 brackets) spends many cheap readings on the whole space and a few long ones on its leaders:
-rung 0 reads every setting for `--screen` seconds; each later rung keeps the readings' leaders
+rung 0 reads every setting for `--screen` seconds, then its AGAIN leaders a second time (how
+far a leader's readings move, which the start's may understate: noise()); each later rung
+keeps the readings' leaders
 (at most one in HALVING of them, fewer where the rest read below the leader by more than the
 readings' noise, the pruner) and reads them again for twice the window, until at most
 FINAL_FEW are left. Readings are compared only with readings that a window of the same length
@@ -33,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from harness.tune.duel import BEHIND, BETTER, TIE, Duel
-from harness.tune.plan import DRIFT_EVERY
+from harness.tune.plan import AGAIN, DRIFT_EVERY
 from harness.tune.result import key_of
 
 HALVING = 4  # a rung keeps at most one in this many of the settings it read
@@ -48,16 +50,18 @@ class Reading:
     rate: float | None
     at_s: float  # when it was read, seconds into the tune
     reference: bool = False  # the start read again (rung 0)
+    again: bool = False  # a leader read a second time (rung 0's second look)
 
     def to_json(self) -> dict[str, Any]:
-        return {"params": self.params, "rate": self.rate, "at_s": self.at_s, "reference": self.reference}
+        out = {"params": self.params, "rate": self.rate, "at_s": self.at_s, "reference": self.reference}
+        return {**out, "again": True} if self.again else out
 
 
-def relative(readings: list[Reading]) -> dict[str, float]:
-    """Each non-reference reading over the start's, interpolated in log at its time between the
-    references read before and after it (the start itself: 1)."""
+def relative_logs(readings: list[Reading]) -> dict[str, list[float]]:
+    """Every non-reference reading's log over the start's, interpolated at its time between the
+    references read before and after it, by setting (a leader read twice has two)."""
     refs = [(r.at_s, math.log(r.rate)) for r in readings if r.reference and r.rate]
-    out: dict[str, float] = {}
+    out: dict[str, list[float]] = {}
     if not refs:
         return out
     times, logs = np.array(refs).T
@@ -65,22 +69,36 @@ def relative(readings: list[Reading]) -> dict[str, float]:
         if r.reference or not r.rate:
             continue
         base = float(np.interp(r.at_s, times, logs))
-        out[key_of(r.params)] = math.exp(math.log(r.rate) - base)
+        out.setdefault(key_of(r.params), []).append(math.log(r.rate) - base)
     return out
 
 
+def relative(readings: list[Reading]) -> dict[str, float]:
+    """Each setting's reading over the start's (the geometric mean of a leader's two; the
+    start itself: 1)."""
+    return {key: math.exp(float(np.mean(logs))) for key, logs in relative_logs(readings).items()}
+
+
 def noise(readings: list[Reading]) -> float:
-    """The sd of one log reading, from the start's readings: successive ones differ by two
-    readings' noise and the drift between them (so this errs high); at least NOISE_FLOOR.
-    Two readings give one difference, which is taken whole: a five-setting screen on a loaded
-    machine read its start 67 % apart and, at the floor, called its leaders (2.2x apart)
-    "beyond the readings' noise"."""
+    """The sd of one log reading: the larger of the start's and the leaders' (those read twice),
+    at least NOISE_FLOOR. The start's successive readings differ by two readings' noise and the
+    drift between them (so this errs high). Two readings give one difference, which is taken
+    whole: a five-setting screen on a loaded machine read its start 67 % apart and, at the
+    floor, called its leaders (2.2x apart) "beyond the readings' noise". The start's is not
+    enough: the producers program's start (one process) read 3 % apart in its 2 s readings,
+    while its multi-process settings read 10 % apart from one screen to the next (workers 2,
+    batch 128: 1.92-2.40x the start in six), and a screen kept only two leaders, neither the
+    best; the leaders' second readings show their own noise (chosen for reading high, their
+    second readings fall back: this too errs high)."""
     logs = [math.log(r.rate) for r in readings if r.reference and r.rate]
-    if len(logs) < 2:
-        return NOISE_FLOOR
+    start = NOISE_FLOOR
     if len(logs) == 2:
-        return max(NOISE_FLOOR, abs(logs[1] - logs[0]) / math.sqrt(2))
-    return max(NOISE_FLOOR, float(np.std(np.diff(logs), ddof=1) / math.sqrt(2)))
+        start = abs(logs[1] - logs[0]) / math.sqrt(2)
+    elif len(logs) > 2:
+        start = float(np.std(np.diff(logs), ddof=1) / math.sqrt(2))
+    twice = [float(np.var(v, ddof=1)) for v in relative_logs(readings).values() if len(v) >= 2]
+    leaders = math.sqrt(float(np.mean(twice))) if twice else 0.0
+    return max(NOISE_FLOOR, start, leaders)
 
 
 def band(sd: float) -> float:
@@ -144,10 +162,10 @@ class Halving:
     def readings(self, rung: dict[str, Any]) -> list[Reading]:
         return [Reading(r["params"], r["rate"], r["at_s"], r.get("reference", False)) for r in rung["readings"]]
 
-    def take(self, rung: dict[str, Any], params: dict[str, Any], reference: bool = False) -> None:
+    def take(self, rung: dict[str, Any], params: dict[str, Any], reference: bool = False, again: bool = False) -> None:
         metric, rate = self.read_cell(params, rung["window_s"])
         rung.setdefault("metric", metric)
-        rung["readings"].append(Reading(params, rate, self.elapsed(), reference).to_json())
+        rung["readings"].append(Reading(params, rate, self.elapsed(), reference, again).to_json())
         self.save()
 
     def rung0(self) -> dict[str, Any]:
@@ -170,7 +188,7 @@ class Halving:
     def read_rung(self, rung: dict[str, Any]) -> dict[str, Any]:
         """The rung's settings in its order, its reference read first, again every DRIFT_EVERY
         settings and last (those already read, before a Ctrl-C, are not read again)."""
-        done = {key_of(r["params"]) for r in rung["readings"] if not r.get("reference")}
+        done = {key_of(r["params"]) for r in rung["readings"] if not r.get("reference") and not r.get("again")}
         refs = sum(1 for r in rung["readings"] if r.get("reference"))
         for i, params in enumerate(rung["order"]):
             if i % DRIFT_EVERY == 0 and refs <= i // DRIFT_EVERY:
@@ -181,6 +199,26 @@ class Halving:
         if refs <= math.ceil(len(rung["order"]) / DRIFT_EVERY):  # the last reference, after every setting
             self.take(rung, rung["reference"], reference=True)
         return rung
+
+    def second_look(self, rung: dict[str, Any]) -> None:
+        """Rung 0's AGAIN leaders read a second time, then the start (the noise of a leader's
+        reading, which the start's may understate: noise()); not where the screen read no more
+        than that, or where the budget or a grid's time leaves no room for it."""
+        if "again" not in rung:
+            scores = self.scores(rung)
+            ranked = [k for k in sorted(scores, key=lambda k: -scores[k]) if k != key_of(rung["reference"])]
+            room = (AGAIN + 1) * self.reading_s(rung["window_s"]) <= self.room()
+            rung["again"] = [self.by_key[k] for k in ranked[:AGAIN]] if len(ranked) > AGAIN and room else []
+            self.save()
+        if not rung["again"]:
+            return
+        read = {key_of(r["params"]) for r in rung["readings"] if r.get("again")}
+        self.announce(f"  rung 0: its {len(rung['again'])} leaders again, then the start (their readings' noise)")
+        for params in rung["again"]:
+            if key_of(params) not in read:
+                self.take(rung, params, again=True)
+        if not rung["readings"][-1].get("reference"):
+            self.take(rung, rung["reference"], reference=True)
 
     def scores(self, rung: dict[str, Any]) -> dict[str, float]:
         """Each reading relative to the rung's reference (the start in rung 0, the last rung's
@@ -194,6 +232,7 @@ class Halving:
     def run(self) -> tuple[dict[str, Any], str]:
         """(the winner, how sure the tune is of it)."""
         rung = self.rung0()
+        self.second_look(rung)
         sd = noise(self.readings(rung))
         self.state["noise_sd"] = sd
         self.state["drift"] = drift_said(self.readings(rung))

@@ -26,6 +26,7 @@ from harness.tune.space import Knob
 
 GRID_WINDOW_S = 8.0  # the grid a tune is compared with: one reading of this many seconds per setting
 DRIFT_EVERY = 8  # a whole screen reads the start again after this many settings (the machine's drift)
+AGAIN = 3  # a whole screen then reads its leaders a second time, and the start after them (their noise)
 WHOLE = "whole"  # every setting read, then successive halving (harness.tune.halving)
 STEPS = "steps"  # evidence, a model-ordered survey and A/Bs, step by step (harness.tune.search)
 # a whole screen is planned when it takes at most this share of the budget: the rest holds the
@@ -55,7 +56,7 @@ class Plan:
     def said(self) -> str:
         head = (
             f"{self.settings} settings; a full screen ({self.window_s:g} s readings, {self.reading_s:.0f} s each "
-            f"with the launch, the start read again every {DRIFT_EVERY}) costs about {self.screen_s:.0f} s of the "
+            f"with the launch, the start read again every {DRIFT_EVERY}, the {AGAIN} leaders twice) costs about {self.screen_s:.0f} s of the "
             f"{self.budget_s:.0f} s budget; a grid of one {GRID_WINDOW_S:g} s reading per setting about {self.grid_s:.0f} s"
         )
         if self.mode == WHOLE:
@@ -69,8 +70,10 @@ class Plan:
 
 
 def screen_cost(count: int, reading_s: float) -> float:
-    """Every one of `count` settings read once, and the start again every DRIFT_EVERY."""
-    return (count + math.ceil(count / DRIFT_EVERY)) * reading_s
+    """Every one of `count` settings read once, the start again every DRIFT_EVERY, then the
+    AGAIN leaders a second time and the start after them."""
+    again = AGAIN + 1 if count > AGAIN + 1 else 0
+    return (count + math.ceil(count / DRIFT_EVERY) + again) * reading_s
 
 
 def first_launch_may_decide(made: Plan) -> bool:

@@ -54,7 +54,8 @@ def run_halving(state, read_rate=true_rate, duels=None, room=1e9, drift=0.0):
 def test_a_plan_screens_whole_what_the_budget_can_read_and_says_what_a_grid_costs():
     made = plan.make_plan(KNOBS, budget_s=1200, window_s=2.0, reading_s=6.0)
     assert made.settings == 25 and made.mode == plan.WHOLE
-    assert made.screen_s == pytest.approx((25 + 4) * 6.0)  # the start again every DRIFT_EVERY
+    # the start again every DRIFT_EVERY; the AGAIN leaders a second time, and the start after them
+    assert made.screen_s == pytest.approx((25 + 4 + plan.AGAIN + 1) * 6.0)
     assert made.grid_s == pytest.approx(25 * (plan.GRID_WINDOW_S + 4.0))
     assert "screened whole" in made.said() and "grid" in made.said()
     big = [parse_knob("a=1..16"), parse_knob("b=1..16")]
@@ -73,11 +74,13 @@ def test_a_plan_for_steps_that_a_warm_launch_could_turn_whole_is_timed_again():
 def test_every_setting_is_read_once_in_a_seeded_order_the_start_between_them():
     state = {"order_seed": 7}
     winner, sure, reads, _ = run_halving(state)
-    rung0 = [p for p, w in reads if w == 2.0]
-    others = [p for p in rung0 if p != START]
+    rung0 = state["rungs"][0]["readings"]
+    others = [r["params"] for r in rung0 if not r["reference"] and not r.get("again")]
     assert sorted(map(key_of, others)) == sorted(key_of(p) for p in plan.settings(KNOBS) if p != START)
-    starts = [i for i, p in enumerate(rung0) if p == START]
-    assert starts[0] == 0 and starts[-1] == len(rung0) - 1 and len(starts) == 1 + math.ceil(24 / plan.DRIFT_EVERY)
+    starts = [i for i, r in enumerate(rung0) if r["reference"]]
+    assert starts[0] == 0 and starts[-1] == len(rung0) - 1
+    assert len(starts) == 1 + math.ceil(24 / plan.DRIFT_EVERY) + 1  # and once after the leaders' second look
+    assert [p for p, w in reads if w == 2.0] == [r["params"] for r in rung0]
     again = run_halving({"order_seed": 7})[2]
     assert [key_of(p) for p, _ in again] == [key_of(p) for p, _ in reads]  # the same seed, the same order
     assert winner == {"workers": 3, "batch": 64}
@@ -175,8 +178,8 @@ def test_leaders_whose_rungs_disagree_are_ab_d():
 
     def rates(p):
         seen[key_of(p)] = seen.get(key_of(p), 0) + 1
-        if p == w5:
-            return 970.0 if seen[key_of(p)] == 1 else 1300.0
+        if p == w5:  # 970 in rung 0's two readings, 1300 in rung 1's
+            return 970.0 if seen[key_of(p)] <= 2 else 1300.0
         if p in ({"workers": 4, "batch": 64}, {"workers": 2, "batch": 64}, {"workers": 3, "batch": 32}):
             return 950.0
         return 1000.0 if p == w3 else 0.3 * true_rate(p)
@@ -184,3 +187,41 @@ def test_leaders_whose_rungs_disagree_are_ab_d():
     state = {"order_seed": 6}
     winner, sure, _, compared = run_halving(state, read_rate=rates)
     assert len(state["rungs"]) == 2 and compared == [(w3, w5)], sure
+
+
+def test_a_screen_reads_its_leaders_twice_and_takes_their_noise_when_the_start_s_understates_it():
+    # the start (one process) reads steady; every other setting's second reading is 20 % off its
+    # first: the producers program's multi-process settings read 10 % apart from one screen to the next
+    seen: dict = {}
+
+    def rates(p):
+        seen[key_of(p)] = seen.get(key_of(p), 0) + 1
+        return true_rate(p) * (1.2 if p != START and seen[key_of(p)] == 2 else 1.0)
+
+    state = {"order_seed": 8}
+    run_halving(state, read_rate=rates)
+    rung0 = state["rungs"][0]["readings"]
+    first = {key_of(r["params"]): r["rate"] for r in rung0 if not r["reference"] and not r.get("again")}
+    again = [r for r in rung0 if r.get("again")]
+    top = sorted(first, key=lambda k: -first[k])[: plan.AGAIN]
+    assert [key_of(r["params"]) for r in again] == top and rung0[-1]["reference"]
+    assert state["noise_sd"] == pytest.approx(math.log(1.2) / math.sqrt(2), rel=0.05)
+    steady = [r for r in rung0 if not r.get("again")]
+    assert halving.noise([halving.Reading(r["params"], r["rate"], r["at_s"], r["reference"]) for r in steady]) == (
+        halving.NOISE_FLOOR
+    )
+
+
+def test_no_second_look_where_the_screen_read_no_more_than_its_leaders_or_the_budget_has_no_room():
+    small = [parse_knob("workers=1..3")]
+    state = {"order_seed": 1, "rungs": []}
+    search = halving.Halving(
+        state, plan.settings(small), {"workers": 1}, 2.0, read=lambda p, w: ("rows_per_s", 100.0 * p["workers"]),
+        compare=lambda a, b: None, reading_s=lambda w: w + 4, room=lambda: 1e9, elapsed=lambda: 0.0,
+        announce=lambda _: None, save=lambda: None,
+    )  # fmt: skip
+    search.run()
+    assert state["rungs"][0]["again"] == [] and not any(r.get("again") for r in state["rungs"][0]["readings"])
+    state = {"order_seed": 2}
+    run_halving(state, room=10.0)
+    assert state["rungs"][0]["again"] == []
