@@ -291,7 +291,10 @@ def judge(name: str, winner: dict, best: dict, out: Path, within: float, budget:
     from harness.tune.duel import BETTER, WORSE, duel
 
     space = SPACES[name]
-    if program_of(space, winner) == program_of(space, best):
+    same = {k: str(v) for k, v in program_of(space, winner).items()} == {
+        k: str(v) for k, v in program_of(space, best).items()
+    }  # a grid's params read back from its records may be strings ("128")
+    if same:
         return {"judged": "the same setting"}
     program = Program(list(space["program"])) if "program" in space else None
     make = cell_maker(overrides_for(space.get("suite"), space["fixed"], program, "judge"))

@@ -659,8 +659,8 @@ class Slicer:
         """The slice's rate of the agreed counter over its measured window: the growth between
         its first and last samples over the time between the counts they hold. A program that
         prints its progress every 0.2 s has its samples read up to a report late; timed by the
-        samples, its 1 s slices read the producers program 7.5 % apart (cv), timed by the
-        reports 2 % (the samples' `counted`). A first count made before the stop that opened
+        samples, its 1 s slices read the producers program 7-8 % apart (cv), timed by the
+        reports 1-2 % (the samples' `counted`; benchmarks/report_timing.py). A first count made before the stop that opened
         the slice was made while the cell ran (up to that stop), so the stop is left out of
         its time (Instance.running_s); one made before the slice's last run began is too old
         to pair with the other side, and the samples' own times are taken."""

@@ -33,8 +33,8 @@ from harness.model.vocabulary import HEADLINE_METRIC, Rate
 Phase = Literal["warmup", "measure"]
 # a counter whose last count came this long before a sample is said, in the sample, to lag it
 # (messages.sample's `counted`): a program that prints its progress every 0.2 s is read at a
-# second's samples up to 0.2 s late, and a 1 s slice of an A/B read its rate 7.5 % apart
-# (cv) where the reports' own times read it 2 % apart (harness.ab.slicing.Slicer._measure)
+# second's samples up to 0.2 s late, and a 1 s slice of an A/B read its rate 7-8 % apart
+# (cv) where the reports' own times read it 1-2 % apart (harness.ab.slicing.Slicer._measure)
 LAG_S = 0.001
 Sink = Callable[[messages.Message], None]  # receives the child's channel messages
 

@@ -209,6 +209,8 @@ class Halving:
             ranked = [k for k in sorted(scores, key=lambda k: -scores[k]) if k != key_of(rung["reference"])]
             room = (AGAIN + 1) * self.reading_s(rung["window_s"]) <= self.room()
             rung["again"] = [self.by_key[k] for k in ranked[:AGAIN]] if len(ranked) > AGAIN and room else []
+            if len(ranked) > AGAIN and not room:
+                self.announce("  rung 0: its leaders not read again (it would end past the budget or a grid's time)")
             self.save()
         if not rung["again"]:
             return

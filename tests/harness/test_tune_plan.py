@@ -135,6 +135,12 @@ def test_a_resumed_screen_reads_no_setting_twice():
     }
     _, _, reads, _ = run_halving(cut)
     assert len([1 for p, w in reads if w == 2.0]) == len(state["rungs"][0]["readings"]) - 10
+    # cut during the leaders' second look: the leader not yet read again, then the start
+    rung0 = state["rungs"][0]
+    assert rung0["readings"][-2].get("again") and rung0["readings"][-1]["reference"]
+    cut = {"order_seed": 5, "rungs": [dict(rung0, readings=rung0["readings"][:-2])], "duels": []}
+    _, _, reads, _ = run_halving(cut)
+    assert [(key_of(p), w) for p, w in reads if w == 2.0] == [(key_of(rung0["again"][-1]), 2.0), (key_of(START), 2.0)]
 
 
 def test_survivors_keep_at_most_one_in_four_and_prune_below_the_noise():
