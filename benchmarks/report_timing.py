@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -28,7 +30,9 @@ PRODUCERS = Path(__file__).resolve().parent.parent / "tests" / "programs" / "pro
 
 def reports(argv: list[str], seconds: float, skip: int) -> tuple[np.ndarray, np.ndarray]:
     """(arrival times, running totals) of the program's count lines, the first `skip` left out."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    # its own process group, ended whole: a program's workers (the producers' daemon processes)
+    # outlive a killed parent otherwise
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
     times, totals, total = [], [], 0.0
     ends = time.monotonic() + seconds
     try:
@@ -43,7 +47,7 @@ def reports(argv: list[str], seconds: float, skip: int) -> tuple[np.ndarray, np.
             if times[-1] > ends:
                 break
     finally:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     return np.array(times[skip:]), np.array(totals[skip:])
 
