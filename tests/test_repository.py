@@ -47,7 +47,9 @@ def test_no_virtualenv_or_installed_package_is_tracked():
 def test_gitignore_keeps_a_new_virtualenv_out_wherever_it_is_made():
     made = ["tunereal-sf/pyvenv.cfg", "tunereal-sf/lib/python3.11/site-packages/pip/__init__.py",
             "tunereal-sf/bin/activate", "tunereal-sf/bin/pip", "tunereal-sf/bin/python3", ".venv/bin/python",
-            "venv/lib/python3.12/site-packages/x.py"]  # fmt: skip
+            "venv/lib/python3.12/site-packages/x.py",
+            # a program's TensorBoard logs, written where a tune ran it (192 files of CleanRL's came in once)
+            "runs/CartPole-v1__ppo__1__1795956671/events.out.tfevents.1795956671.vm.1.0"]  # fmt: skip
     out = subprocess.run(["git", "check-ignore", "--no-index", *made], cwd=ROOT, capture_output=True, text=True)
     ignored = set(out.stdout.split())
     assert ignored == set(made), f".gitignore lets these in: {sorted(set(made) - ignored)}"
