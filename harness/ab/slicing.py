@@ -148,9 +148,8 @@ class SliceResult:
     # stop: the slice's, less what ran before the window opened; None where no window opened
     window_cpu_s: float | None = None
     window_wall_s: float | None = None  # the seconds those CPU seconds were taken over (the parent's clock)
-    count: float | None = None  # the counter's growth between the window's first and last samples
-    # the program's running seconds between the counts those samples hold (their as-of times,
-    # stops left out): what `rate` is over (Slicer._measure)
+    # the program's running seconds between the counts the window's first and last samples hold
+    # (their as-of times, stops left out): what `rate` is over (Slicer._measure)
     timed_s: float | None = None
 
     def adjusted_rate(self, estimand: str) -> float | None:
@@ -660,19 +659,20 @@ class Slicer:
         its first and last samples over the time between the counts they hold. A program that
         prints its progress every 0.2 s has its samples read up to a report late; timed by the
         samples, its 1 s slices read the producers program 7-8 % apart (cv), timed by the
-        reports 1-2 % (the samples' `counted`; benchmarks/report_timing.py). A first count made before the stop that opened
-        the slice was made while the cell ran (up to that stop), so the stop is left out of
-        its time (Instance.running_s); one made before the slice's last run began is too old
-        to pair with the other side, and the samples' own times are taken."""
+        reports 1-2 % (the samples' `counted`; benchmarks/report_timing.py). A first count
+        made before the stop that opened the slice was made while the cell ran (up to that
+        stop), so the stop is left out of its time (Instance.running_s); one made before the
+        slice's last run began is too old to pair with the other side, and the samples' own
+        times are taken."""
         if self.counter is None or _span(window) < self.opts.window_s:
             return result
         first, last = window[0], window[-1]
         result.window_s = last.t - first.t
-        result.count = last.counters.get(self.counter, 0.0) - first.counters.get(self.counter, 0.0)
+        count = last.counters.get(self.counter, 0.0) - first.counters.get(self.counter, 0.0)
         start, end = first.as_of(self.counter), last.as_of(self.counter)
         timed = inst.running_s(start, end) if start >= inst.ran_since() and end > start else 0.0
         result.timed_s = timed if timed > 0 else inst.running_s(first.t, last.t)
-        rate = result.count / result.timed_s if result.timed_s > 0 else 0.0
+        rate = count / result.timed_s if result.timed_s > 0 else 0.0
         result.rate = rate if rate > 0 else None
         return result
 

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from harness.tune.duel import BEHIND, BETTER, TIE, Duel
-from harness.tune.plan import AGAIN, DRIFT_EVERY
+from harness.tune.plan import AGAIN, DRIFT_EVERY, reads_leaders_twice
 from harness.tune.result import key_of
 
 HALVING = 4  # a rung keeps at most one in this many of the settings it read
@@ -160,7 +160,10 @@ class Halving:
 
     # ------------------------------------------------------------------ readings
     def readings(self, rung: dict[str, Any]) -> list[Reading]:
-        return [Reading(r["params"], r["rate"], r["at_s"], r.get("reference", False)) for r in rung["readings"]]
+        return [
+            Reading(r["params"], r["rate"], r["at_s"], r.get("reference", False), r.get("again", False))
+            for r in rung["readings"]
+        ]
 
     def take(self, rung: dict[str, Any], params: dict[str, Any], reference: bool = False, again: bool = False) -> None:
         metric, rate = self.read_cell(params, rung["window_s"])
@@ -207,9 +210,10 @@ class Halving:
         if "again" not in rung:
             scores = self.scores(rung)
             ranked = [k for k in sorted(scores, key=lambda k: -scores[k]) if k != key_of(rung["reference"])]
+            wanted = reads_leaders_twice(len(ranked) + 1)  # the start beside them
             room = (AGAIN + 1) * self.reading_s(rung["window_s"]) <= self.room()
-            rung["again"] = [self.by_key[k] for k in ranked[:AGAIN]] if len(ranked) > AGAIN and room else []
-            if len(ranked) > AGAIN and not room:
+            rung["again"] = [self.by_key[k] for k in ranked[:AGAIN]] if wanted and room else []
+            if wanted and not room:
                 self.announce("  rung 0: its leaders not read again (it would end past the budget or a grid's time)")
             self.save()
         if not rung["again"]:

@@ -54,10 +54,12 @@ class Plan:
     grid_s: float  # a grid of one GRID_WINDOW_S reading per setting, at the same launch cost
 
     def said(self) -> str:
+        twice = f", the {AGAIN} leaders twice" if reads_leaders_twice(self.settings) else ""
         head = (
             f"{self.settings} settings; a full screen ({self.window_s:g} s readings, {self.reading_s:.0f} s each "
-            f"with the launch, the start read again every {DRIFT_EVERY}, the {AGAIN} leaders twice) costs about {self.screen_s:.0f} s of the "
-            f"{self.budget_s:.0f} s budget; a grid of one {GRID_WINDOW_S:g} s reading per setting about {self.grid_s:.0f} s"
+            f"with the launch, the start read again every {DRIFT_EVERY}{twice}) costs about {self.screen_s:.0f} s "
+            f"of the {self.budget_s:.0f} s budget; a grid of one {GRID_WINDOW_S:g} s reading per setting about "
+            f"{self.grid_s:.0f} s"
         )
         if self.mode == WHOLE:
             return f"{head}: the space is screened whole, then its leaders raced"
@@ -69,10 +71,16 @@ class Plan:
         return {**asdict(self), "said": self.said()}
 
 
+def reads_leaders_twice(count: int) -> bool:
+    """Whether a whole screen of `count` settings reads its AGAIN leaders twice: where it read
+    more than that beside the start (harness.tune.halving.Halving.second_look)."""
+    return count - 1 > AGAIN
+
+
 def screen_cost(count: int, reading_s: float) -> float:
     """Every one of `count` settings read once, the start again every DRIFT_EVERY, then the
     AGAIN leaders a second time and the start after them."""
-    again = AGAIN + 1 if count > AGAIN + 1 else 0
+    again = AGAIN + 1 if reads_leaders_twice(count) else 0
     return (count + math.ceil(count / DRIFT_EVERY) + again) * reading_s
 
 

@@ -60,6 +60,9 @@ def test_a_plan_screens_whole_what_the_budget_can_read_and_says_what_a_grid_cost
     assert "screened whole" in made.said() and "grid" in made.said()
     big = [parse_knob("a=1..16"), parse_knob("b=1..16")]
     assert plan.make_plan(big, budget_s=1200, window_s=2.0, reading_s=6.0).mode == plan.STEPS
+    few = plan.make_plan([parse_knob("workers=1..4")], budget_s=1200, window_s=2.0, reading_s=6.0)
+    assert few.screen_s == pytest.approx((4 + 1) * 6.0) and "twice" not in few.said()  # no leaders to read again
+    assert f"the {plan.AGAIN} leaders twice" in made.said()
 
 
 def test_a_plan_for_steps_that_a_warm_launch_could_turn_whole_is_timed_again():
